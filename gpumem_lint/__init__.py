@@ -1,0 +1,3 @@
+"""gpumem-lint: find tensor-sharing and GPU-memory hazards in PyTorch code."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from gpumem_lint.cli import main
+
+main()

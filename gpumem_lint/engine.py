@@ -1,0 +1,128 @@
+"""Lint one file: decode, pre-filter, parse, run the rules, locate, suppress.
+
+Every failure of a single file becomes a diagnostic for that file (GML001
+invalid syntax, GML003 unreadable file, GML009 internal error), so one bad file
+never stops a run.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import tokenize
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Diagnostic, Position
+from gpumem_lint.noqa import parse_suppressions
+from gpumem_lint.rules import InternalError, InvalidSyntax, UnreadableFile
+from gpumem_lint.rules.base import Report, Rule
+
+
+def lint_path(path: Path, display: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        return _tool_diagnostic(UnreadableFile, display, rules, f"cannot read file: {error.strerror or error}")
+    return lint_bytes(data, display, rules)
+
+
+def lint_bytes(data: bytes, display: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
+    try:
+        text = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as error:
+        return _tool_diagnostic(UnreadableFile, display, rules, f"cannot decode file: {error}")
+    return lint_source(text, display, rules)
+
+
+def decode_source(data: bytes) -> str:
+    """Decode as Python does: BOM, then a coding cookie, else UTF-8 (PEP 263)."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def lint_source(text: str, display: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
+    active = [rule for rule in rules if rule.triggers and any(t in text for t in rule.triggers)]
+    if not active:
+        return _syntax_only(text, display, rules)
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        return _syntax_diagnostic(error, display, rules)
+    except (RecursionError, MemoryError) as error:
+        return _tool_diagnostic(InvalidSyntax, display, rules, f"cannot parse file: {type(error).__name__}")
+    ctx = FileContext(display, text, module)
+    reports: list[tuple[type[Rule], Report]] = []
+    for rule in active:
+        try:
+            reports.extend((rule, report) for report in rule().check(ctx))
+        except Exception:  # noqa: BLE001 - one rule's bug must not lose the file
+            return _internal_error(display, rules, rule)
+    if not reports:
+        return []
+    return _locate_and_suppress(module, text, display, reports)
+
+
+def _locate_and_suppress(
+    module: cst.Module, text: str, display: str, reports: list[tuple[type[Rule], Report]]
+) -> list[Diagnostic]:
+    # Positions are resolved only for files that have findings: most have none.
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    suppressions = parse_suppressions(text)
+    diagnostics = set()
+    for rule, report in reports:
+        span = positions[report.node]
+        start = Position(span.start.line, span.start.column + 1)
+        end = Position(span.end.line, span.end.column + 1)
+        if suppressions.suppresses(rule.code, (start.row, end.row)):
+            continue
+        diagnostics.add(
+            Diagnostic(display, start, end, rule.code, rule.name, report.message, rule.fix_title, rule.severity)
+        )
+    return sorted(diagnostics, key=lambda d: d.sort_key)
+
+
+def _syntax_only(text: str, display: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
+    """A file no rule can flag is not given to libcst; CPython still checks its syntax."""
+    if InvalidSyntax not in rules:
+        return []
+    try:
+        compile(text, display, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
+    except SyntaxError as error:
+        row = error.lineno or 1
+        column = error.offset or 1
+        return [_diagnostic(InvalidSyntax, display, row, column, f"invalid syntax: {error.msg}")]
+    except (ValueError, RecursionError, MemoryError) as error:
+        return [_diagnostic(InvalidSyntax, display, 1, 1, f"cannot parse file: {error}")]
+    return []
+
+
+def _syntax_diagnostic(error: cst.ParserSyntaxError, display: str, rules) -> list[Diagnostic]:
+    if InvalidSyntax not in rules:
+        return []
+    message = f"invalid syntax: {error.message}"
+    return [_diagnostic(InvalidSyntax, display, error.raw_line, error.raw_column + 1, message)]
+
+
+def _internal_error(display: str, rules, rule: type[Rule]) -> list[Diagnostic]:
+    where = traceback.extract_tb(sys.exc_info()[2])[-1]
+    message = (
+        f"internal error in {rule.code} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno}); "
+        "please report it with this file"
+    )
+    return _tool_diagnostic(InternalError, display, rules, message)
+
+
+def _tool_diagnostic(rule: type[Rule], display: str, rules, message: str) -> list[Diagnostic]:
+    return [_diagnostic(rule, display, 1, 1, message)] if rule in rules else []
+
+
+def _diagnostic(rule: type[Rule], display: str, row: int, column: int, message: str) -> Diagnostic:
+    position = Position(row, column)
+    return Diagnostic(display, position, position, rule.code, rule.name, message, rule.fix_title, rule.severity)

@@ -1,0 +1,69 @@
+"""What a rule is: one self-describing unit (code, name, docs, examples, check).
+
+A rule's docstring is its user documentation, in Markdown, with the sections
+`## What it does`, `## Why is this bad?`, `## Example`, `## Use instead`,
+`## Fix safety` and `## References`. `VALID` and `INVALID` are executable
+examples: the test suite lints each one, and `rules/<CODE>.md` is rendered
+from the class, so behaviour, docs and tests cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import libcst as cst
+
+from gpumem_lint.diagnostics import Severity
+
+if TYPE_CHECKING:
+    from gpumem_lint.context import FileContext
+
+DOC_SECTIONS = (
+    "What it does",
+    "Why is this bad?",
+    "Example",
+    "Use instead",
+    "Fix safety",
+    "References",
+)
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """A snippet the rule must flag, on exactly the given 1-based lines."""
+
+    code: str
+    lines: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a rule hands to the engine: the node to underline and what to say."""
+
+    node: cst.CSTNode
+    message: str
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity] = Severity.ERROR
+    #: One line: the hazard, for listings and SARIF short descriptions.
+    summary: ClassVar[str]
+    #: The remedy, shown as the `help:` line under each finding.
+    fix_title: ClassVar[str]
+    #: A file that contains none of these substrings cannot hold the hazard.
+    triggers: ClassVar[tuple[str, ...]] = ()
+    VALID: ClassVar[tuple[str, ...]] = ()
+    INVALID: ClassVar[tuple[Invalid, ...]] = ()
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        """Yield the findings in one file. Tool-level rules are emitted by the engine."""
+        return iter(())
+
+    @classmethod
+    def documentation(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")

@@ -1,0 +1,5 @@
+"""Placeholder replaced below."""
+class SemanticModel:
+    @classmethod
+    def build(cls, module):
+        return cls()
