@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Diagnostic, Position
@@ -54,7 +53,8 @@ def lint_source(text: str, display: str, rules: Sequence[type[Rule]]) -> list[Di
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        return _syntax_diagnostic(error, display, rules)
+        # CPython's own parser pinpoints errors better than libcst's; fall back to libcst.
+        return _syntax_only(text, display, rules) or _syntax_diagnostic(error, display, rules)
     except (RecursionError, MemoryError) as error:
         return _tool_diagnostic(InvalidSyntax, display, rules, f"cannot parse file: {type(error).__name__}")
     ctx = FileContext(display, text, module)
@@ -66,26 +66,28 @@ def lint_source(text: str, display: str, rules: Sequence[type[Rule]]) -> list[Di
             return _internal_error(display, rules, rule)
     if not reports:
         return []
-    return _locate_and_suppress(module, text, display, reports)
+    return _locate_and_suppress(ctx, reports)
 
 
-def _locate_and_suppress(
-    module: cst.Module, text: str, display: str, reports: list[tuple[type[Rule], Report]]
-) -> list[Diagnostic]:
-    # Positions are resolved only for files that have findings: most have none.
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    suppressions = parse_suppressions(text)
-    diagnostics = set()
+def _locate_and_suppress(ctx: FileContext, reports: list[tuple[type[Rule], Report]]) -> list[Diagnostic]:
+    positions = ctx.positions
+    suppressions = parse_suppressions(ctx.text)
+    display = ctx.path
+    diagnostics: dict[tuple, Diagnostic] = {}
     for rule, report in reports:
         span = positions[report.node]
         start = Position(span.start.line, span.start.column + 1)
         end = Position(span.end.line, span.end.column + 1)
         if suppressions.suppresses(rule.code, (start.row, end.row)):
             continue
-        diagnostics.add(
-            Diagnostic(display, start, end, rule.code, rule.name, report.message, rule.fix_title, rule.severity)
+        # One finding per rule and position: `x.sub_(m).div_(s)` is one write statement.
+        key = (rule.code, start)
+        if key in diagnostics and diagnostics[key].end >= end:
+            continue
+        diagnostics[key] = Diagnostic(
+            display, start, end, rule.code, rule.name, report.message, rule.fix_title, rule.severity
         )
-    return sorted(diagnostics, key=lambda d: d.sort_key)
+    return sorted(diagnostics.values(), key=lambda d: d.sort_key)
 
 
 def _syntax_only(text: str, display: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:

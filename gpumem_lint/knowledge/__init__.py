@@ -1,0 +1,118 @@
+"""The analyzer's knowledge of torch, read from data files (never from torch itself).
+
+`ops.json` is generated from torch's operator schemas; `aliasing.toml` is kept by hand
+for what schemas cannot say. Everything is loaded once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+# Names that are also methods of Python's own containers and strings: seeing one
+# called proves nothing about the receiver being a tensor (`line.split(",")`).
+_BUILTIN_METHOD_NAMES = frozenset(
+    name for kind in (list, dict, str, tuple, set, bytes) for name in dir(kind)
+)
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    torch_version: str
+    inplace_methods: frozenset[str]
+    inplace_functions: frozenset[str]
+    out_functions: frozenset[str]
+    view_methods: frozenset[str]
+    view_functions: frozenset[str]
+    view_properties: frozenset[str]
+    multi_view_methods: frozenset[str]
+    multi_view_functions: frozenset[str]
+    expand_methods: frozenset[str]
+    expand_functions: frozenset[str]
+    may_alias_methods: frozenset[str]
+    detach_methods: frozenset[str]
+    detach_properties: frozenset[str]
+    tensor_to_numpy_methods: frozenset[str]
+    tensor_to_numpy_functions: frozenset[str]
+    numpy_to_tensor_functions: frozenset[str]
+    state_dict_methods: frozenset[str]
+    parameter_methods: frozenset[str]
+    load_methods: frozenset[str]
+    copy_functions: frozenset[str]
+    copy_methods: frozenset[str]
+    not_data_writes: frozenset[str]
+    no_grad_contexts: frozenset[str]
+    functional_inplace_kwarg: frozenset[str]
+    functional_inplace_underscore: frozenset[str]
+    module_inplace_kwarg: frozenset[str]
+    init_functions: frozenset[str]
+
+    @property
+    def tensor_only_methods(self) -> frozenset[str]:
+        """Methods whose call is evidence that the receiver is a tensor (or ndarray)."""
+        names = self.inplace_methods | self.view_methods | self.multi_view_methods | self.detach_methods
+        return frozenset(names - _BUILTIN_METHOD_NAMES)
+
+    @property
+    def data_write_methods(self) -> frozenset[str]:
+        return self.inplace_methods - self.not_data_writes
+
+    @property
+    def tensor_functions(self) -> frozenset[str]:
+        """`torch.<name>` functions known to return tensors."""
+        return (
+            self.out_functions
+            | self.view_functions
+            | self.inplace_functions
+            | self.expand_functions
+            | frozenset(name.removeprefix("torch.") for name in self.numpy_to_tensor_functions)
+        )
+
+
+def _set(values) -> frozenset[str]:
+    return frozenset(values)
+
+
+@cache
+def knowledge() -> Knowledge:
+    root = files(__package__)
+    ops = json.loads(root.joinpath("ops.json").read_text(encoding="utf-8"))
+    hand = tomllib.loads(root.joinpath("aliasing.toml").read_text(encoding="utf-8"))
+    return Knowledge(
+        torch_version=ops["torch_version"],
+        inplace_methods=_set(ops["inplace_methods"]),
+        inplace_functions=_set(ops["inplace_functions"]),
+        out_functions=_set(ops["out_functions"]),
+        view_methods=_set(ops["view_methods"]) | _set(hand["views"]["methods"]),
+        view_functions=_set(ops["view_functions"]),
+        view_properties=_set(hand["views"]["properties"]),
+        multi_view_methods=_set(ops["multi_view_methods"]),
+        multi_view_functions=_set(ops["multi_view_functions"]),
+        expand_methods=_set(ops["expand_methods"]),
+        expand_functions=_set(ops["expand_functions"]),
+        may_alias_methods=_set(hand["may_alias"]["methods"]),
+        detach_methods=_set(hand["detach"]["methods"]),
+        detach_properties=_set(hand["detach"]["properties"]),
+        tensor_to_numpy_methods=_set(hand["numpy_bridge"]["tensor_to_numpy_methods"]),
+        tensor_to_numpy_functions=_set(hand["numpy_bridge"]["tensor_to_numpy_functions"]),
+        numpy_to_tensor_functions=_set(hand["numpy_bridge"]["numpy_to_tensor_functions"]),
+        state_dict_methods=_set(hand["module_state"]["state_dict_methods"]),
+        parameter_methods=_set(hand["module_state"]["parameter_methods"]),
+        load_methods=_set(hand["module_state"]["load_methods"]),
+        copy_functions=_set(hand["copies"]["functions"]),
+        copy_methods=_set(hand["copies"]["methods"]),
+        not_data_writes=_set(hand["not_data_writes"]["methods"]),
+        no_grad_contexts=_set(hand["no_grad_contexts"]["functions"]),
+        functional_inplace_kwarg=_set(ops["functional_inplace_kwarg"]),
+        functional_inplace_underscore=_set(ops["functional_inplace_underscore"]),
+        module_inplace_kwarg=_set(ops["module_inplace_kwarg"]),
+        init_functions=_set(ops["init_functions"]),
+    )

@@ -1,0 +1,36 @@
+"""Words for the aliases and writes the rules talk about, shared by their messages."""
+
+from __future__ import annotations
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.semantic.values import AliasKind, Handle, Read, Write
+
+_PHRASES = {
+    AliasKind.VIEW: "a view",
+    AliasKind.DETACH: "a `.detach()` alias",
+    AliasKind.DATA: "a `.data` alias",
+    AliasKind.NUMPY: "a numpy bridge (shared memory)",
+    AliasKind.STATE_DICT: "a `state_dict()` alias",
+    AliasKind.EXPAND: "an expanded view",
+    AliasKind.MULTI_VIEW: "one of several views",
+}
+
+
+def alias_phrase(handle: Handle) -> str:
+    return _PHRASES.get(handle.kind, "an alias")
+
+
+def made_where(ctx: FileContext, handle: Handle) -> str:
+    return f"line {ctx.line(handle.node)}" if handle.node is not None else "its definition"
+
+
+def write_text(ctx: FileContext, write: Write) -> str:
+    return f"`{_shorten(ctx.code(write.node))}`"
+
+
+def first_read(ctx: FileContext, reads: list[Read]) -> Read:
+    return min(reads, key=lambda read: (ctx.line(read.node), ctx.positions[read.node].start.column))
+
+
+def _shorten(code: str, limit: int = 60) -> str:
+    return code if len(code) <= limit else code[: limit - 1] + "…"

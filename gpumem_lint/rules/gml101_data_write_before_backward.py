@@ -1,0 +1,115 @@
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.rules._alias_text import write_text
+from gpumem_lint.rules.base import Invalid, Report, Rule
+
+
+class DataWriteBeforeBackward(Rule):
+    """
+    ## What it does
+    Flags an in-place write through `.data` (`w.data.mul_(…)`, `w.data[…] = …`,
+    `w.data = …`) made after a value was computed from the graph and before
+    `backward()` (or `torch.autograd.grad`) is called on that value.
+
+    ## Why is this bad?
+    Autograd saves the tensors it needs for the backward pass. `.data` returns an alias
+    of the same memory with a *new* version counter, so autograd cannot notice the
+    write: `backward()` runs without an error and computes gradients from the modified
+    values. Measured on torch 2.13: `w.data.mul_(10)` between forward and backward gives
+    a gradient of `[20, 40, 60]` instead of `[2, 4, 6]`
+    (`../shared/research/torch-runtime-facts.md` §3, "Silent: verified"). The same write
+    through `.detach()` or under `torch.no_grad()` bumps the shared version counter, and
+    autograd raises instead of computing a wrong result.
+
+    ## Example
+    ```python
+    logits = model(images)
+    loss = criterion(logits, labels)
+    for p in model.parameters():
+        p.data.clamp_(-0.01, 0.01)  # weight clipping, but before backward
+    loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    logits = model(images)
+    loss = criterion(logits, labels)
+    loss.backward()
+    optimizer.step()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.clamp_(-0.01, 0.01)
+    ```
+
+    ## Fix safety
+    There is no automatic fix: moving the write changes what the step computes.
+
+    ## References
+    - [Autograd mechanics: in-place operations](https://docs.pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
+    - [`torch.Tensor.detach`](https://docs.pytorch.org/docs/stable/generated/torch.Tensor.detach.html)
+    """
+
+    code = "GML101"
+    name = "data-write-before-backward"
+    summary = "In-place write through `.data` between the forward pass and `backward()`"
+    fix_title = (
+        "Move the write after `backward()`/`optimizer.step()`, or write the tensor itself under "
+        "`torch.no_grad()` so autograd's version check can catch misuse"
+    )
+    triggers = (".data",)
+    VALID = (
+        """
+import torch
+
+def train_step(model, optimizer, criterion, images, labels):
+    loss = criterion(model(images), labels)
+    loss.backward()
+    optimizer.step()
+    for p in model.parameters():
+        p.data.clamp_(-0.01, 0.01)
+""",
+        """
+import torch
+
+def sgd_step(params, lr):
+    for p in params:
+        p.data.add_(p.grad, alpha=-lr)
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch
+
+def train_step(model, optimizer, criterion, images, labels):
+    loss = criterion(model(images), labels)
+    for p in model.parameters():
+        p.data.clamp_(-0.01, 0.01)
+    loss.backward()
+    optimizer.step()
+""",
+            (7,),
+        ),
+        Invalid(
+            """
+import torch
+
+w = torch.ones(3, requires_grad=True)
+y = (w * w).sum()
+w.data = torch.zeros(3)
+y.backward()
+""",
+            (6,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        for facts in ctx.semantic.facts:
+            for write, backward in facts.backward_after_hidden:
+                yield Report(
+                    write.node,
+                    f"{write_text(ctx, write)} writes through `.data` after the forward pass: autograd cannot see "
+                    f"it, so `backward()` at line {ctx.line(backward)} silently computes gradients from the "
+                    "modified values",
+                )

@@ -1,0 +1,126 @@
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.rules._alias_text import first_read, write_text
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.values import AliasKind, Read
+
+
+class StateDictAliasSnapshot(Rule):
+    """
+    ## What it does
+    Flags a `state_dict()` kept as a snapshot (the "best weights so far") while the
+    module keeps changing: an optimizer step, `load_state_dict`, or a training call
+    that receives the module runs after it, and the snapshot is read later.
+
+    ## Why is this bad?
+    `Module.state_dict()` returns the module's own parameter and buffer tensors
+    (detached aliases), not copies. Every later optimizer step writes them in place, so
+    the "snapshot" always holds the *current* weights: the model you save or restore as
+    "best" is silently the last one. Measured on torch 2.13:
+    `model.state_dict()[k].zero_()` zeroes the model's weight
+    (`../shared/research/torch-runtime-facts.md` §3). Wrapping the dict (`dict(…)`,
+    `OrderedDict(…)`, `.copy()`, a comprehension over `.items()`, `v.detach()`) copies
+    only the dictionary, not the tensors.
+
+    ## Known problems
+    `{k: v.cpu() for …}` and `v.to("cpu")` copy only when the model is on another
+    device; on a CPU model they return the same tensors. They are treated as copies.
+
+    ## Example
+    ```python
+    best_state, best_acc = None, 0.0
+    for epoch in range(epochs):
+        train_one_epoch(model, loader, optimizer)
+        acc = evaluate(model, val_loader)
+        if acc > best_acc:
+            best_acc, best_state = acc, model.state_dict()
+    model.load_state_dict(best_state)
+    ```
+
+    ## Use instead
+    ```python
+    best_state = copy.deepcopy(model.state_dict())
+    # or: {k: v.detach().clone() for k, v in model.state_dict().items()}
+    ```
+
+    ## Fix safety
+    There is no automatic fix yet. Copying the state costs memory equal to the model's
+    size, which is a choice the author should make.
+
+    ## References
+    - [Saving and loading models: `state_dict`](https://docs.pytorch.org/tutorials/beginner/saving_loading_models.html)
+    - [`torch.nn.Module.state_dict`](https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.state_dict)
+    """
+
+    code = "GML102"
+    name = "state-dict-alias-snapshot"
+    summary = "`state_dict()` kept as a snapshot shares memory with the live parameters"
+    fix_title = "Copy the tensors: `copy.deepcopy(model.state_dict())` or `{k: v.detach().clone() for k, v in ...}`"
+    triggers = ("state_dict",)
+    VALID = (
+        """
+import copy
+
+def fit(model, optimizer, loader, epochs):
+    best_state, best_loss = None, float("inf")
+    for epoch in range(epochs):
+        loss = train_one_epoch(model, loader, optimizer)
+        if loss < best_loss:
+            best_loss, best_state = loss, copy.deepcopy(model.state_dict())
+    model.load_state_dict(best_state)
+""",
+        """
+import torch
+
+def checkpoint(model, optimizer, path):
+    for step in range(100):
+        optimizer.step()
+        if step % 10 == 0:
+            torch.save(model.state_dict(), path)
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+def fit(model, optimizer, loader, epochs):
+    best_state, best_loss = None, float("inf")
+    for epoch in range(epochs):
+        loss = train_one_epoch(model, loader, optimizer)
+        if loss < best_loss:
+            best_loss, best_state = loss, model.state_dict()
+    model.load_state_dict(best_state)
+""",
+            (7,),
+        ),
+        Invalid(
+            """
+import torch
+
+def finetune(model, batches):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    initial = {k: v.detach() for k, v in model.state_dict().items()}
+    for x, y in batches:
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+    return {k: model.state_dict()[k] - initial[k] for k in initial}
+""",
+            (6,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        for facts in ctx.semantic.facts:
+            by_snapshot: dict[int, list[Read]] = {}
+            for read in facts.reads:
+                if read.reader.kind is AliasKind.STATE_DICT and read.reader.node is not None:
+                    by_snapshot.setdefault(id(read.reader.node), []).append(read)
+            for reads in by_snapshot.values():
+                read = first_read(ctx, reads)
+                yield Report(
+                    read.reader.node,
+                    f"this `state_dict()` is not a snapshot: its tensors are the module's own, so "
+                    f"{write_text(ctx, read.write)} at line {ctx.line(read.write.node)} overwrites them before "
+                    f"`{read.place}` is read at line {ctx.line(read.node)}",
+                )

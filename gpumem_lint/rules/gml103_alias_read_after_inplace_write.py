@@ -1,0 +1,164 @@
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._alias_text import alias_phrase, first_read, write_text
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.flow import ScopeFacts
+from gpumem_lint.semantic.values import SNAPSHOT_KINDS, AliasKind, Read
+
+# Aliases people write *through* on purpose (`p.data.add_()`, `v = x[0]; v.zero_()`)
+# are not snapshots; a `.detach()`/`.data` alias written and then read next to its
+# source is one the author took for a copy.
+_COPY_LOOKALIKES = frozenset({AliasKind.DETACH, AliasKind.DATA})
+
+
+class AliasReadAfterInplaceWrite(Rule):
+    """
+    ## What it does
+    Flags an in-place write to a tensor while a view, `.detach()` or `.data` alias of it
+    made earlier is still read afterwards as if it held the old values — and the mirror
+    case: a `.detach()`/`.data` alias written in place while both it and its source are
+    read afterwards as two different values.
+
+    ## Why is this bad?
+    Views, `.detach()` and `.data` share memory with their source (torch-runtime-facts
+    §1.4): `prev = h.detach()` or `first = x[0]` is not a copy. After `h.mul_(…)` the
+    "previous" value is the new one, and a difference such as `h - prev` is silently zero.
+    PyTorch raises only when autograd saved the tensor; everything else is silent.
+
+    Only aliases that are really read after the write are reported; writing *through* a
+    view on purpose (`row = x[0]; row.zero_()`) is not, and neither are two writes to
+    different slices (`x[0]` and `x[1]`).
+
+    ## Example
+    ```python
+    prev = hidden.detach()
+    hidden.mul_(decay).add_(update)
+    delta = hidden - prev  # always zero
+    ```
+
+    ## Use instead
+    ```python
+    prev = hidden.detach().clone()
+    hidden.mul_(decay).add_(update)
+    delta = hidden - prev
+    ```
+
+    ## Fix safety
+    There is no automatic fix yet. Adding `.clone()` at the alias is the usual remedy;
+    it costs one copy of the tensor.
+
+    ## References
+    - [Tensor views](https://docs.pytorch.org/docs/stable/tensor_view.html)
+    - [`torch.Tensor.detach`](https://docs.pytorch.org/docs/stable/generated/torch.Tensor.detach.html)
+    """
+
+    code = "GML103"
+    name = "alias-read-after-inplace-write"
+    severity = Severity.WARNING
+    summary = "A view or `.detach()`/`.data` alias is read after its memory was written in place"
+    fix_title = "Take a copy where the alias is made (`.clone()`), or write out of place"
+    triggers = ("torch", "numpy")
+    VALID = (
+        """
+import torch
+
+def normalise_rows(x: torch.Tensor) -> torch.Tensor:
+    out = x.clone()
+    for i in range(out.shape[0]):
+        row = out[i]
+        row.div_(row.norm())
+    return out
+""",
+        """
+import torch
+
+def smoothed_change(updates, decay):
+    hidden = torch.zeros_like(updates[0])
+    prev = hidden.detach().clone()
+    for update in updates:
+        hidden.mul_(decay).add_(update)
+    return hidden - prev
+""",
+        """
+import torch
+
+def fill(values):
+    buf = torch.zeros(2, len(values[0]))
+    first = buf[0]
+    buf[1] = values[1]
+    return first.sum()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch
+
+def smoothed_change(updates, decay):
+    hidden = torch.zeros_like(updates[0])
+    prev = hidden.detach()
+    for update in updates:
+        hidden.mul_(decay).add_(update)
+    return hidden - prev
+""",
+            (8,),
+        ),
+        Invalid(
+            """
+import torch
+
+def perturbed_pair(model, batch, scale: float):
+    x = model.encode(batch)
+    noisy = x.detach()
+    noisy += torch.randn_like(noisy) * scale
+    return x, noisy
+""",
+            (7,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        for facts in ctx.semantic.facts:
+            by_write: dict[int, list[Read]] = {}
+            for read in facts.reads:
+                if _is_stale_snapshot(read, facts) or _is_copy_lookalike_write(read, facts):
+                    by_write.setdefault(id(read.write), []).append(read)
+            for reads in by_write.values():
+                read = first_read(ctx, reads)
+                yield Report(read.write.node, self._message(ctx, read))
+
+    def _message(self, ctx: FileContext, read: Read) -> str:
+        write = read.write
+        if read.reader.kind in SNAPSHOT_KINDS:
+            return (
+                f"{write_text(ctx, write)} also changes `{read.place}`, {alias_phrase(read.reader)} of the same "
+                f"memory made at line {ctx.line(read.reader.node)} and read at line {ctx.line(read.node)} "
+                "as if it still held the old values"
+            )
+        return (
+            f"{write_text(ctx, write)} writes through {alias_phrase(write.writer)} made at line "
+            f"{ctx.line(write.writer.node)}, not a copy: `{read.place}`, read at line {ctx.line(read.node)}, "
+            "changes too"
+        )
+
+
+def _is_stale_snapshot(read: Read, facts: ScopeFacts) -> bool:
+    reader, write = read.reader, read.write
+    if reader.kind not in SNAPSHOT_KINDS or reader.node is None or write.init:
+        return False
+    if reader in facts.written_handles:
+        return False  # written through itself: a working view, not a snapshot
+    both_partial = reader.partial and write.partial
+    return not both_partial or (reader.index is not None and reader.index == write.index)
+
+
+def _is_copy_lookalike_write(read: Read, facts: ScopeFacts) -> bool:
+    writer = read.write.writer
+    return (
+        writer.kind in _COPY_LOOKALIKES
+        and writer.node is not None
+        and read.reader.kind in (AliasKind.OWN, AliasKind.PARAMETERS)
+        and read.write in facts.own_reads
+    )

@@ -1,0 +1,99 @@
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.rules._alias_text import write_text
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.values import AliasKind
+
+
+class InplaceWriteOnExpandedTensor(Rule):
+    """
+    ## What it does
+    Flags an in-place write (`add_`, `+=`, `x[:] = …`, `out=`) to the result of
+    `expand`, `expand_as`, `broadcast_to` or `torch.broadcast_tensors`.
+
+    ## Why is this bad?
+    An expanded tensor repeats its source with a stride of 0: many of its elements are
+    one memory location. Writing it in place is refused at run time with
+    `RuntimeError: unsupported operation: more than one element of the written-to tensor
+    refers to a single memory location. Please clone() the tensor before performing the
+    operation.` (torch-runtime-facts §3, "Caught"). Where the expansion happens to be a
+    no-op the write goes through to the source tensor instead, which is rarely meant.
+
+    ## Example
+    ```python
+    bias = self.bias.expand(batch, -1)
+    bias += noise
+    ```
+
+    ## Use instead
+    ```python
+    bias = self.bias.expand(batch, -1) + noise
+    # or, when a writable tensor is needed: self.bias.expand(batch, -1).clone()
+    ```
+
+    ## Fix safety
+    There is no automatic fix yet. `.clone()` after `expand` materialises the full
+    tensor, which costs memory.
+
+    ## References
+    - [`torch.Tensor.expand`](https://docs.pytorch.org/docs/stable/generated/torch.Tensor.expand.html)
+    """
+
+    code = "GML104"
+    name = "inplace-write-on-expanded-tensor"
+    summary = "In-place write to an expanded (stride-0) tensor"
+    fix_title = "Write out of place, or `.clone()` the expanded tensor before writing it"
+    triggers = ("expand", "broadcast_")
+    VALID = (
+        """
+import torch
+
+def add_bias(x, bias):
+    b = bias.expand(x.shape[0], -1)
+    return x + b
+""",
+        """
+import torch
+
+def scaled(mask, n):
+    m = mask.expand(n, -1).clone()
+    m.mul_(0.5)
+    return m
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch
+
+def noisy_bias(bias, batch, noise):
+    b = bias.expand(batch, -1)
+    b += noise
+    return b
+""",
+            (6,),
+        ),
+        Invalid(
+            """
+import torch
+
+def align(a, b):
+    a2, b2 = torch.broadcast_tensors(a, b)
+    a2.clamp_(min=0)
+    return a2 * b2
+""",
+            (6,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        for facts in ctx.semantic.facts:
+            for write in facts.writes:
+                if write.writer.kind is AliasKind.EXPAND and not write.op.startswith("[]"):
+                    yield Report(
+                        write.node,
+                        f"{write_text(ctx, write)} writes in place to an expanded tensor (line "
+                        f"{ctx.line(write.writer.node)}) whose elements share memory: PyTorch raises "
+                        "\"more than one element of the written-to tensor refers to a single memory location\"",
+                    )

@@ -1,0 +1,127 @@
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.rules._alias_text import write_text
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.flow import ScopeFacts
+from gpumem_lint.semantic.values import AliasKind
+
+
+class InplaceWriteOnMultiOutputView(Rule):
+    """
+    ## What it does
+    Flags an in-place write to an output of `unbind`, `split`, `chunk`, `tensor_split`
+    (and `hsplit`/`vsplit`/`dsplit`) in code that runs with autograd: a module's
+    `forward`, or a function that calls `backward()`, outside `torch.no_grad()`.
+
+    ## Why is this bad?
+    These functions return several views of one tensor, and autograd cannot track an
+    in-place change to one of them. When the input requires grad PyTorch raises
+    `RuntimeError: Output 0 of SplitBackward0 is a view and is being modified inplace.
+    This view is the output of a function that returns multiple views. Such functions
+    do not allow the output views to be modified inplace.` (torch-runtime-facts §3).
+    The classic shape is scaling the query of a fused QKV projection in place. Without
+    grad the write silently changes the split tensor, which is why this rule only looks
+    at autograd code.
+
+    ## Known problems
+    Code outside `forward` that runs under autograd through helper functions is not
+    followed.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q *= self.scale
+        return attention(q, k, v)
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q = q * self.scale
+        return attention(q, k, v)
+    ```
+
+    ## Fix safety
+    There is no automatic fix yet; rewriting `q *= s` as `q = q * s` is safe when `q` is
+    not aliased elsewhere.
+
+    ## References
+    - [`torch.chunk`](https://docs.pytorch.org/docs/stable/generated/torch.chunk.html)
+    - [Autograd mechanics: in-place operations](https://docs.pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
+    """
+
+    code = "GML105"
+    name = "inplace-write-on-multi-output-view"
+    summary = "In-place write to an output of `unbind`/`split`/`chunk` under autograd"
+    fix_title = "Write out of place (`q = q * scale`), or `.clone()` the output first"
+    triggers = ("unbind", "split", "chunk")
+    VALID = (
+        """
+import torch.nn as nn
+
+class Attention(nn.Module):
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q = q * self.scale
+        return (q @ k.transpose(-2, -1)).softmax(-1) @ v
+""",
+        """
+import torch
+
+@torch.no_grad()
+def denormalise(image, mean, std):
+    for channel, m, s in zip(image.unbind(0), mean, std):
+        channel.mul_(s).add_(m)
+    return image
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch.nn as nn
+
+class Attention(nn.Module):
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q *= self.scale
+        return (q @ k.transpose(-2, -1)).softmax(-1) @ v
+""",
+            (7,),
+        ),
+        Invalid(
+            """
+import torch
+
+def step(model, x, opt):
+    first, second = model(x).split(4, dim=1)
+    first.sigmoid_()
+    loss = (first * second).sum()
+    loss.backward()
+    opt.step()
+""",
+            (6,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        for facts in ctx.semantic.facts:
+            if not _runs_under_autograd(facts):
+                continue
+            for write in facts.writes:
+                if write.writer.kind is AliasKind.MULTI_VIEW and not write.no_grad:
+                    yield Report(
+                        write.node,
+                        f"{write_text(ctx, write)} writes in place to one of several views returned at line "
+                        f"{ctx.line(write.writer.node)}: autograd raises \"is a view and is being modified "
+                        "inplace\" when the input requires grad",
+                    )
+
+
+def _runs_under_autograd(facts: ScopeFacts) -> bool:
+    scope = facts.scope
+    if scope.no_grad or not scope.is_function:
+        return False
+    return scope.name == "forward" or facts.calls_backward

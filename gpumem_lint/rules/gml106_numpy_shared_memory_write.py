@@ -1,0 +1,128 @@
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._alias_text import first_read, write_text
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.flow import ScopeFacts
+from gpumem_lint.semantic.values import AliasKind, Read
+
+
+class NumpySharedMemoryWrite(Rule):
+    """
+    ## What it does
+    Flags an in-place write on one side of a numpy bridge — `torch.from_numpy(a)`,
+    `torch.as_tensor(a)` / `torch.asarray(a)` without a dtype change, `t.numpy()`,
+    `np.asarray(t)` — while the other side is read afterwards as a separate value. The
+    common shape is one numpy buffer refilled in a loop while the tensors made from it
+    are collected: every collected tensor ends up holding the last batch.
+
+    ## Why is this bad?
+    A CPU tensor and its numpy array share memory, and the tensor's version counter
+    does not move when numpy writes (torch-runtime-facts §3: `t.numpy()[0] = 42`
+    changes the tensor with `_version` still 0). Nothing in PyTorch or numpy reports it;
+    the program just computes with other values than it appears to.
+
+    ## Example
+    ```python
+    buffer = np.empty((batch, dim), dtype=np.float32)
+    batches = []
+    for chunk in reader:
+        buffer[:] = chunk
+        batches.append(torch.from_numpy(buffer))
+    ```
+
+    ## Use instead
+    ```python
+    for chunk in reader:
+        buffer[:] = chunk
+        batches.append(torch.from_numpy(buffer).clone())  # or torch.tensor(buffer)
+    ```
+
+    ## Fix safety
+    There is no automatic fix yet. Copying (`torch.tensor(a)`, `t.numpy().copy()`)
+    costs one copy of the data.
+
+    ## References
+    - [`torch.from_numpy`](https://docs.pytorch.org/docs/stable/generated/torch.from_numpy.html)
+    - [`torch.Tensor.numpy`](https://docs.pytorch.org/docs/stable/generated/torch.Tensor.numpy.html)
+    """
+
+    code = "GML106"
+    name = "numpy-shared-memory-write"
+    severity = Severity.WARNING
+    summary = "In-place write on one side of a numpy bridge while the other side is still used"
+    fix_title = "Copy at the bridge (`torch.tensor(a)`, `t.numpy().copy()`, `.clone()`) when the two must differ"
+    triggers = ("numpy", "as_tensor", "asarray")
+    VALID = (
+        """
+import numpy as np
+import torch
+
+def load(reader, batch, dim):
+    buffer = np.empty((batch, dim), dtype=np.float32)
+    batches = []
+    for chunk in reader:
+        buffer[:] = chunk
+        batches.append(torch.tensor(buffer))
+    return torch.stack(batches)
+""",
+        """
+import torch
+
+def to_image(t: torch.Tensor):
+    array = t.detach().cpu().numpy()
+    return (array * 255).astype("uint8")
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import numpy as np
+import torch
+
+def load(reader, batch, dim):
+    buffer = np.empty((batch, dim), dtype=np.float32)
+    batches = []
+    for chunk in reader:
+        buffer[:] = chunk
+        batches.append(torch.from_numpy(buffer))
+    return torch.stack(batches)
+""",
+            (9,),
+        ),
+        Invalid(
+            """
+import torch
+
+def augment(path):
+    t = torch.load(path)
+    original = t.numpy()
+    t.mul_(2)
+    return original.mean(), t.mean()
+""",
+            (7,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        for facts in ctx.semantic.facts:
+            by_write: dict[int, list[Read]] = {}
+            for read in facts.reads:
+                if _crosses_bridge(read, facts):
+                    by_write.setdefault(id(read.write), []).append(read)
+            for reads in by_write.values():
+                read = first_read(ctx, reads)
+                yield Report(
+                    read.write.node,
+                    f"{write_text(ctx, read.write)} also changes `{read.place}` (read at line "
+                    f"{ctx.line(read.node)}): the two sides of the numpy bridge share memory",
+                )
+
+
+def _crosses_bridge(read: Read, facts: ScopeFacts) -> bool:
+    writer, reader = read.write.writer, read.reader
+    if reader.kind is AliasKind.NUMPY:
+        return writer.kind is not AliasKind.NUMPY and reader.node is not None and reader not in facts.written_handles
+    # Written through the bridge while both sides are still used as two values.
+    return writer.kind is AliasKind.NUMPY and writer.node is not None and read.write in facts.own_reads

@@ -1,0 +1,180 @@
+import re
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._alias_text import write_text
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.scopes import Scope
+from gpumem_lint.semantic.values import AliasKind, Write
+
+# Names that announce mutation as the function's job.
+_MUTATING_FUNCTION = re.compile(r"_$|^_*(init|reset|step$|update)|inplace|in_place", re.IGNORECASE)
+_OUTPUT_PARAMETER = re.compile(r"^(out|output|dst|dest|buf|buffer|acc|accumulator|result)$|_(out|buf|buffer)$")
+_DOCUMENTED_MUTATION = re.compile(r"in[- ]?place", re.IGNORECASE)
+# Writes the author asked for explicitly by bypassing autograd, and writes that
+# GML104/GML105 already report as errors.
+_NOT_REPORTED = frozenset({AliasKind.DATA, AliasKind.DETACH, AliasKind.EXPAND, AliasKind.MULTI_VIEW})
+
+
+class InplaceWriteOnArgument(Rule):
+    """
+    ## What it does
+    Flags an in-place write to a tensor the caller passed in — `x += self.bias`,
+    `x.relu_()`, `F.relu(x, inplace=True)`, an `nn.ReLU(inplace=True)` applied to the
+    input, `x[mask] = 0` — in a module's `forward` or in a plain function, when nothing
+    says that mutating the argument is the function's job.
+
+    ## Why is this bad?
+    The caller still holds the tensor. A residual connection (`block(x) + x`), a logged
+    input, or a second model fed the same batch then sees modified values, and if the
+    argument is a leaf that requires grad autograd raises `a leaf Variable that requires
+    grad is being used in an in-place operation`. Nothing warns otherwise.
+
+    Mutation is taken as intended, and not reported, in functions whose name ends with
+    `_` or says `init`/`reset`/`update`/`step`/`inplace`, whose docstring says "in place",
+    under `torch.no_grad()`, through `.data`/`.detach()`, via `nn.init`, and for
+    parameters named like outputs (`out`, `buf`, `dst`, `*_out`). Methods other than
+    `forward` are not checked: updating state is what they are for.
+
+    ## Example
+    ```python
+    class PositionalEncoding(nn.Module):
+        def forward(self, x):
+            x += self.pe[: x.size(0)]
+            return self.dropout(x)
+    ```
+
+    ## Use instead
+    ```python
+    class PositionalEncoding(nn.Module):
+        def forward(self, x):
+            x = x + self.pe[: x.size(0)]
+            return self.dropout(x)
+    ```
+
+    ## Fix safety
+    There is no automatic fix yet. The out-of-place form allocates a new tensor.
+
+    ## References
+    - [Autograd mechanics: in-place operations](https://docs.pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
+    """
+
+    code = "GML107"
+    name = "inplace-write-on-argument"
+    severity = Severity.WARNING
+    summary = "In-place write to a tensor the caller passed in"
+    fix_title = "Write out of place (`x = x + b`), or `x = x.clone()` first; name the function `*_` if mutation is its job"
+    triggers = ("torch",)
+    VALID = (
+        """
+import torch.nn as nn
+
+class PositionalEncoding(nn.Module):
+    def forward(self, x):
+        x = x + self.pe[: x.size(0)]
+        return self.dropout(x)
+""",
+        """
+import torch
+
+def clip_(x: torch.Tensor, bound: float) -> torch.Tensor:
+    return x.clamp_(-bound, bound)
+""",
+        """
+import torch
+
+def count(total: int, batch):
+    total += len(batch)
+    return total
+""",
+        """
+import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        out = self.conv(x)
+        out = self.act(out)
+        return out + x
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch.nn as nn
+
+class PositionalEncoding(nn.Module):
+    def forward(self, x):
+        x += self.pe[: x.size(0)]
+        return self.dropout(x)
+""",
+            (6,),
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn.functional as F
+
+def normalise(x: torch.Tensor) -> torch.Tensor:
+    x.sub_(x.mean()).div_(x.std())
+    return F.relu(x, inplace=True)
+""",
+            (6, 7),
+        ),
+        Invalid(
+            """
+import torch.nn as nn
+
+class PreAct(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        out = self.act(x)
+        return self.conv(out) + x
+""",
+            (10,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        for facts in ctx.semantic.facts:
+            scope = facts.scope
+            if not _checked(scope):
+                continue
+            seen: set[int] = set()
+            for write in facts.writes:
+                name = _caller_argument(write, scope)
+                if name is None or id(write.node) in seen:
+                    continue
+                seen.add(id(write.node))
+                yield Report(
+                    write.node,
+                    f"{write_text(ctx, write)} writes the caller's tensor `{name}` in place: the caller's value "
+                    "changes too, and autograd raises if it is a leaf that requires grad",
+                )
+
+
+def _checked(scope: Scope) -> bool:
+    if not scope.is_function or scope.no_grad:
+        return False
+    if scope.is_method and scope.name != "forward":
+        return False
+    if _MUTATING_FUNCTION.search(scope.name):
+        return False
+    return not (scope.docstring and _DOCUMENTED_MUTATION.search(scope.docstring))
+
+
+def _caller_argument(write: Write, scope: Scope) -> str | None:
+    storage = write.storage
+    if storage.origin != "param" or write.no_grad or write.init or write.writer.kind in _NOT_REPORTED:
+        return None
+    name = storage.label
+    if _OUTPUT_PARAMETER.search(name) or scope.params.get(name) is not True:
+        return None
+    return name

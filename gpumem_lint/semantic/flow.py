@@ -1,0 +1,855 @@
+"""The intra-procedural, flow-sensitive alias analysis of one scope.
+
+It walks a function (or the module body) statement by statement, keeping a `State`
+of which places hold which handles and which writes each handle has seen. Branches
+are joined, loops iterated to a fixed point, `return`/`raise`/`break`/`continue`
+end their path. Nested functions, lambdas and classes are their own scopes;
+comprehensions see the enclosing state but bind their own targets. Parameters are
+caller-owned storages.
+
+The result is facts, not findings: every write, every read of a handle that saw a
+write by another handle, every `backward()` reached after a write autograd cannot
+see. Rules decide which facts are hazards.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from gpumem_lint.knowledge import Knowledge, knowledge
+from gpumem_lint.semantic.imports import ImportTable, dotted_name
+from gpumem_lint.semantic.scopes import Scope
+from gpumem_lint.semantic.values import (
+    EMPTY,
+    UNREACHABLE,
+    AliasKind,
+    Handle,
+    Read,
+    Role,
+    State,
+    Storage,
+    Value,
+    Write,
+)
+
+#: Loops converge in two or three passes; the cap guards against pathological code.
+_MAX_LOOP_PASSES = 6
+#: View methods that reach only part of their input.
+_PARTIAL_VIEWS = frozenset({"select", "narrow", "slice", "diagonal", "as_strided", "unfold", "real", "imag"})
+#: Attributes that name a different tensor than the object they hang off.
+_DETACHED_ATTRIBUTES = frozenset({"grad", "shape", "device", "dtype"})
+#: Shallow containers: they hold the same tensors, not copies.
+_IDENTITY_FUNCTIONS = frozenset({"dict", "list", "tuple", "copy.copy", "collections.OrderedDict", "OrderedDict"})
+_CONTAINER_METHODS = frozenset({"items", "values"})
+_CONTAINER_STORES = frozenset({"append", "extend", "insert", "add", "appendleft", "setdefault"})
+_TRAINING_CALL = re.compile(r"^(train|fit)(_|$)|_epoch$|_step$|^(step|optimize|learn|update)$", re.IGNORECASE)
+_NOT_TRAINING = frozenset({"train", "eval", "zero_grad", "lr_step"})
+#: Aliases of a state_dict entry or a numpy bridge are still that: `sd[k].detach()`.
+_PASS_THROUGH = frozenset({AliasKind.VIEW, AliasKind.DETACH, AliasKind.DATA})
+_BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
+
+
+@dataclass
+class _Loop:
+    breaks: list[State] = field(default_factory=list)
+    continues: list[State] = field(default_factory=list)
+
+
+@dataclass
+class ScopeFacts:
+    scope: Scope
+    writes: list[Write]
+    reads: list[Read]
+    own_reads: set[Write]  # writes whose writer was read again afterwards
+    written_handles: set[Handle]
+    backward_after_hidden: list[tuple[Write, cst.CSTNode]]
+    calls_backward: bool
+
+
+class ScopeAnalyzer:
+    def __init__(self, scope: Scope, imports: ImportTable) -> None:
+        self.scope = scope
+        self.imports = imports
+        self.k: Knowledge = knowledge()
+        self.writes: dict[tuple[int, int], Write] = {}
+        self.reads: dict[tuple[int, int, int], Read] = {}
+        self.own_reads: set[Write] = set()
+        self.backward_hits: dict[tuple[int, int], tuple[Write, cst.CSTNode]] = {}
+        self.module_storages: set[Storage] = set()
+        self.calls_backward = False
+        self._handles: dict[tuple, Handle] = {}
+        self._storages: dict[tuple, Storage] = {}
+        self._loops: list[_Loop] = []
+        self._no_grad = 1 if scope.no_grad else 0
+
+    # ----------------------------------------------------------------- entry
+
+    def run(self) -> ScopeFacts:
+        state = State()
+        for name, tensor in self.scope.params.items():
+            storage = self._storage(("param", name), name, "param")
+            handle = self._handle(("param", name), storage, AliasKind.OWN, None, tensor=bool(tensor))
+            state.env[name] = frozenset({handle})
+        for place in self.scope.inplace_modules:
+            storage = self._storage(("module", place), place, "external")
+            role_handle = self._handle(("module", place), storage, AliasKind.OWN, None, role=Role.INPLACE_MODULE)
+            state.env[place] = frozenset({role_handle})
+        self._block(self.scope.body, state)
+        writes = list(self.writes.values())
+        return ScopeFacts(
+            scope=self.scope,
+            writes=writes,
+            reads=list(self.reads.values()),
+            own_reads=self.own_reads,
+            written_handles={write.writer for write in writes},
+            backward_after_hidden=list(self.backward_hits.values()),
+            calls_backward=self.calls_backward,
+        )
+
+    # ---------------------------------------------------------- statements
+
+    def _block(self, body, state: State) -> State:
+        for statement in body:
+            if not state.reachable:
+                return state
+            state = self._statement(statement, state)
+        return state
+
+    def _statement(self, node: cst.CSTNode, state: State) -> State:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                state = self._small(small, state)
+                if not state.reachable:
+                    break
+            return state
+        if isinstance(node, cst.If):
+            self._eval(node.test, state)
+            then = self._block(node.body.body, state.copy())
+            if node.orelse is None:
+                return then.join(state)
+            if isinstance(node.orelse, cst.If):
+                other = self._statement(node.orelse, state.copy())
+            else:
+                other = self._block(node.orelse.body.body, state.copy())
+            return then.join(other)
+        if isinstance(node, (cst.For, cst.While)):
+            return self._loop(node, state)
+        if isinstance(node, cst.With):
+            return self._with(node, state)
+        if isinstance(node, (cst.Try, cst.TryStar)):
+            return self._try(node, state)
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self._bind_fresh_name(node.name.value, node, state)
+            return state
+        if isinstance(node, cst.Match):
+            self._eval(node.subject, state)
+            result = UNREACHABLE
+            for case in node.cases:
+                result = result.join(self._block(case.body.body, state.copy()))
+            return result.join(state)
+        return state
+
+    def _small(self, node: cst.BaseSmallStatement, state: State) -> State:
+        if isinstance(node, cst.Assign):
+            value = self._eval(node.value, state)
+            for target in node.targets:
+                self._bind(target.target, value, node.value, state)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                self._bind(node.target, self._eval(node.value, state), node.value, state)
+        elif isinstance(node, cst.AugAssign):
+            self._aug_assign(node, state)
+        elif isinstance(node, cst.Expr):
+            self._eval(node.value, state)
+        elif isinstance(node, cst.Return):
+            if node.value is not None:
+                self._eval(node.value, state)
+            return UNREACHABLE
+        elif isinstance(node, cst.Raise):
+            if node.exc is not None:
+                self._eval(node.exc, state)
+            return UNREACHABLE
+        elif isinstance(node, cst.Break):
+            if self._loops:
+                self._loops[-1].breaks.append(state.copy())
+            return UNREACHABLE
+        elif isinstance(node, cst.Continue):
+            if self._loops:
+                self._loops[-1].continues.append(state.copy())
+            return UNREACHABLE
+        elif isinstance(node, cst.Del):
+            self._delete(node.target, state)
+        elif isinstance(node, cst.Assert):
+            self._eval(node.test, state)
+        return state
+
+    def _loop(self, node: cst.For | cst.While, state: State) -> State:
+        if isinstance(node, cst.For):
+            iterable = self._eval(node.iter, state)
+        head = state.copy()
+        self._loops.append(_Loop())
+        exit_state = UNREACHABLE
+        for _ in range(_MAX_LOOP_PASSES):
+            loop = self._loops[-1]
+            loop.breaks.clear()
+            loop.continues.clear()
+            body_state = head.copy()
+            if isinstance(node, cst.For):
+                self._bind_iteration(node.target, iterable, node.iter, body_state)
+            else:
+                self._eval(node.test, body_state)
+            end = self._block(node.body.body, body_state)
+            for continued in loop.continues:
+                end = end.join(continued)
+            new_head = head.join(end)
+            exit_state = new_head
+            for broke in loop.breaks:
+                exit_state = exit_state.join(broke)
+            if new_head.same_as(head):
+                break
+            head = new_head
+        self._loops.pop()
+        if node.orelse is not None:
+            exit_state = self._block(node.orelse.body.body, exit_state)
+        return exit_state
+
+    def _with(self, node: cst.With, state: State) -> State:
+        no_grad = False
+        for item in node.items:
+            value = self._eval(item.item, state)
+            if self._is_no_grad(item.item):
+                no_grad = True
+            if item.asname is not None:
+                self._bind(item.asname.name, value if value.handles else EMPTY, item.item, state)
+        self._no_grad += no_grad
+        try:
+            return self._block(node.body.body, state)
+        finally:
+            self._no_grad -= no_grad
+
+    def _try(self, node: cst.Try | cst.TryStar, state: State) -> State:
+        entry = state.copy()
+        after_body = self._block(node.body.body, state)
+        handler_entry = entry.join(after_body)
+        result = after_body
+        for handler in node.handlers:
+            result = result.join(self._block(handler.body.body, handler_entry.copy()))
+        if node.orelse is not None:
+            result = result.join(self._block(node.orelse.body.body, after_body.copy()))
+        if node.finalbody is not None:
+            final_entry = result if result.reachable else handler_entry
+            final = self._block(node.finalbody.body.body, final_entry.copy())
+            return final if result.reachable else UNREACHABLE
+        return result
+
+    # -------------------------------------------------------------- binding
+
+    def _bind(self, target: cst.BaseExpression, value: Value, made_by: cst.CSTNode, state: State) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            self._bind_sequence(target, value, made_by, state)
+            return
+        if isinstance(target, cst.StarredElement):
+            self._bind(target.value, value, made_by, state)
+            return
+        if isinstance(target, cst.Subscript):
+            self._store_item(target, value, state)
+            return
+        if isinstance(target, cst.Attribute) and target.attr.value == "data":
+            owner = self._eval(target.value, state)
+            self._write(owner, target, ".data =", state, partial=False)
+            return
+        place = dotted_name(target)
+        if place is None:
+            self._eval(target, state)
+            return
+        handles = value.handles or frozenset({self._fresh(made_by, place, value)})
+        self._assign_place(place, handles, state)
+
+    def _bind_sequence(self, target: cst.Tuple | cst.List, value: Value, made_by: cst.CSTNode, state: State) -> None:
+        elements = target.elements
+        sources = made_by.elements if isinstance(made_by, (cst.Tuple, cst.List)) else None
+        for position, element in enumerate(elements):
+            if sources is not None and len(sources) == len(elements) and not isinstance(element, cst.StarredElement):
+                item = self._eval_cached(sources[position].value, state)
+                self._bind(element.value, item, sources[position].value, state)
+                continue
+            if value.handles:
+                self._bind(element.value, value, made_by, state)
+            else:
+                handle = self._fresh((made_by, position), dotted_name(element.value) or "", value)
+                self._bind(element.value, value.with_handles({handle}), made_by, state)
+
+    def _eval_cached(self, node: cst.BaseExpression, state: State) -> Value:
+        # Tuple sources were already evaluated as part of the whole right-hand side;
+        # re-evaluating reads is idempotent, so this is only for their values.
+        return self._eval(node, state, record=False)
+
+    def _assign_place(self, place: str, handles: frozenset[Handle], state: State) -> None:
+        prefix = place + "."
+        for key in [key for key in state.env if key.startswith(prefix)]:
+            del state.env[key]
+        state.env[place] = handles
+
+    def _bind_fresh_name(self, name: str, node: cst.CSTNode, state: State) -> None:
+        self._assign_place(name, frozenset({self._fresh(node, name, EMPTY)}), state)
+
+    def _delete(self, target: cst.BaseExpression, state: State) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._delete(element.value, state)
+            return
+        place = dotted_name(target)
+        if place is not None:
+            state.env.pop(place, None)
+        else:
+            self._eval(target, state)
+
+    def _store_item(self, target: cst.Subscript, value: Value, state: State) -> None:
+        container = self._eval(target.value, state)
+        self._eval_slices(target, state)
+        if self._is_array(container):
+            partial, index = self._index_extent(target)
+            self._write(container, target, "[] =", state, partial=partial, index=index)
+            return
+        place = dotted_name(target.value)
+        if place is not None and value.handles:
+            state.env[place] = state.env.get(place, frozenset()) | value.handles
+
+    def _aug_assign(self, node: cst.AugAssign, state: State) -> None:
+        value = self._eval(node.value, state)
+        if isinstance(node.target, cst.Subscript):
+            container = self._eval(node.target.value, state)
+            self._eval_slices(node.target, state)
+            if self._is_array(container):
+                partial, index = self._index_extent(node.target)
+                self._write(container, node, "[] " + _operator(node), state, partial=partial, index=index)
+            return
+        target = self._eval(node.target, state)
+        if self._is_array(target):
+            self._write(target, node, _operator(node), state)
+            return
+        place = dotted_name(node.target)
+        if place is not None:
+            self._assign_place(place, frozenset({self._fresh(node, place, value)}), state)
+
+    # ---------------------------------------------------------- expressions
+
+    def _eval(self, node: cst.BaseExpression, state: State, record: bool = True) -> Value:
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            return self._load(node, state, record)
+        if isinstance(node, cst.Call):
+            return self._call(node, state)
+        if isinstance(node, cst.Subscript):
+            return self._subscript(node, state)
+        if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation)):
+            tensor = False
+            for child in _operands(node):
+                tensor |= self._eval(child, state).tensor
+            return Value(frozenset({self._fresh(node, "", EMPTY, tensor=tensor)}), tensor=tensor)
+        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+            handles: set[Handle] = set()
+            for element in node.elements:
+                handles |= self._eval(element.value, state).handles
+            return Value(frozenset(handles))
+        if isinstance(node, cst.Dict):
+            handles = set()
+            for element in node.elements:
+                if isinstance(element, cst.DictElement):
+                    self._eval(element.key, state)
+                handles |= self._eval(element.value, state).handles
+            return Value(frozenset(handles))
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            return self._comprehension(node, state)
+        if isinstance(node, cst.IfExp):
+            self._eval(node.test, state)
+            body, orelse = self._eval(node.body, state), self._eval(node.orelse, state)
+            return Value(body.handles | orelse.handles, body.tensor or orelse.tensor, body.ndarray or orelse.ndarray)
+        if isinstance(node, cst.NamedExpr):
+            value = self._eval(node.value, state)
+            self._bind(node.target, value, node.value, state)
+            return value
+        if isinstance(node, (cst.Await, cst.Yield, cst.StarredElement)):
+            inner = node.value if not isinstance(node, cst.Yield) else node.value
+            if isinstance(inner, cst.From):
+                inner = inner.item
+            return self._eval(inner, state) if isinstance(inner, cst.BaseExpression) else EMPTY
+        if isinstance(node, (cst.FormattedString, cst.ConcatenatedString)):
+            for child in _formatted_expressions(node):
+                self._eval(child, state)
+            return EMPTY
+        return EMPTY
+
+    def _load(self, node: cst.Name | cst.Attribute, state: State, record: bool) -> Value:
+        if isinstance(node, cst.Attribute):
+            special = self._attribute(node, state, record)
+            if special is not None:
+                return special
+        place = dotted_name(node)
+        if place is None:  # an attribute of a call or subscript result
+            assert isinstance(node, cst.Attribute)
+            self._eval(node.value, state, record)
+            return EMPTY
+        if record:
+            self._record_reads(place, node, state)
+        handles = state.env.get(place)
+        if handles is None:
+            handles = frozenset({self._external(place, state)})
+            state.env[place] = handles
+        return Value(handles, any(h.tensor for h in handles), any(h.ndarray for h in handles))
+
+    def _attribute(self, node: cst.Attribute, state: State, record: bool) -> Value | None:
+        name = node.attr.value
+        if name in self.k.detach_properties:
+            base = self._eval(node.value, state, record)
+            return self._alias(base, node, AliasKind.DATA, tensor=True)
+        if name in self.k.view_properties:
+            base = self._eval(node.value, state, record)
+            if not base.tensor:
+                return EMPTY
+            return self._alias(base, node, AliasKind.VIEW, partial=name in _PARTIAL_VIEWS)
+        return None
+
+    def _record_reads(self, place: str, node: cst.CSTNode, state: State) -> None:
+        for prefix in _prefixes(place):
+            for handle in state.env.get(prefix, ()):
+                for write in state.stale.get(handle, ()):
+                    if handle is write.writer:
+                        self.own_reads.add(write)
+                    else:
+                        self.reads.setdefault((id(write), id(handle), id(node)), Read(write, handle, node, prefix))
+
+    def _subscript(self, node: cst.Subscript, state: State) -> Value:
+        base = self._eval(node.value, state)
+        self._eval_slices(node, state)
+        if self._is_array(base):
+            partial, index = self._index_extent(node)
+            return self._alias(base, node, AliasKind.VIEW, partial=partial, index=index)
+        if base.kinds & {AliasKind.STATE_DICT, AliasKind.MULTI_VIEW}:
+            return base  # an entry of a state_dict / one of several views: same kind
+        return base
+
+    def _eval_slices(self, node: cst.Subscript, state: State) -> None:
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index):
+                self._eval(index.value, state)
+            elif isinstance(index, cst.Slice):
+                for part in (index.lower, index.upper, index.step):
+                    if part is not None:
+                        self._eval(part, state)
+
+    def _comprehension(self, node, state: State) -> Value:
+        inner = state.copy()
+        clause = node.for_in
+        while clause is not None:
+            iterable = self._eval(clause.iter, inner)
+            self._bind_iteration(clause.target, iterable, clause.iter, inner)
+            for condition in clause.ifs:
+                self._eval(condition.test, inner)
+            clause = clause.inner_for_in
+        if isinstance(node, cst.DictComp):
+            self._eval(node.key, inner)
+            element = self._eval(node.value, inner)
+        else:
+            element = self._eval(node.elt, inner)
+        return Value(element.handles)
+
+    def _bind_iteration(self, target, iterable: Value, node: cst.BaseExpression, state: State) -> None:
+        element = self._element(iterable, node)
+        if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2 and _yields_key_first(node):
+            key, value = target.elements
+            self._bind(key.value, EMPTY, node, state)
+            self._bind(value.value, element, node, state)
+            return
+        self._bind(target, element, node, state)
+
+    def _element(self, iterable: Value, node: cst.BaseExpression) -> Value:
+        """What one iteration over `iterable` yields."""
+        call = node if isinstance(node, cst.Call) else None
+        name = _callee_name(call) if call is not None else None
+        if name in ("enumerate", "zip", "reversed", "sorted", "list", "tuple") and call.args:
+            return self._element(Value(iterable.handles), call.args[-1].value) if name == "enumerate" else iterable
+        if iterable.tensor and not (iterable.kinds & {AliasKind.MULTI_VIEW, AliasKind.PARAMETERS}):
+            return self._alias(iterable, node, AliasKind.VIEW, partial=True, index=None)
+        return iterable
+
+    # ---------------------------------------------------------------- calls
+
+    def _call(self, node: cst.Call, state: State) -> Value:
+        func = node.func
+        receiver: Value | None = None
+        if isinstance(func, cst.Attribute):
+            receiver = self._eval(func.value, state)
+        else:
+            self._eval(func, state)
+        args = [self._eval(arg.value, state) for arg in node.args]
+        name = dotted_name(func)
+        if name is not None and args and any(h.role is Role.INPLACE_MODULE for h in state.env.get(name, ())):
+            self._write(args[0], node, "inplace module", state)
+            return args[0]
+        qualified = self.imports.qualify(func)
+        if qualified is not None and (qualified.startswith(("torch.", "numpy.")) or qualified in _IDENTITY_FUNCTIONS):
+            return self._library_call(node, qualified, args, state)
+        if receiver is not None:
+            return self._method_call(node, func.attr.value, receiver, args, state)
+        if name in _IDENTITY_FUNCTIONS and args:
+            return args[0]
+        if name is not None and _is_training_call(name.rsplit(".", 1)[-1]):
+            self._write_modules(args, node, state)
+        return Value(frozenset({self._fresh(node, "", EMPTY)}))
+
+    def _method_call(self, node: cst.Call, method: str, receiver: Value, args: list[Value], state: State) -> Value:
+        k = self.k
+        array = self._is_array(receiver)
+        if method == "backward":
+            self._check_backward(node, node.func.value, state)
+            return EMPTY
+        if method in k.data_write_methods and (array or method in k.tensor_only_methods):
+            self._write(receiver, node, method, state, init=False)
+            return receiver
+        if method in k.detach_methods:
+            return self._alias(receiver, node, AliasKind.DETACH, tensor=True)
+        if method in k.state_dict_methods:
+            self.module_storages.update(h.storage for h in receiver.handles)
+            return self._alias(receiver, node, AliasKind.STATE_DICT)
+        if method in k.parameter_methods:
+            self.module_storages.update(h.storage for h in receiver.handles)
+            return self._alias(receiver, node, AliasKind.PARAMETERS, tensor=True)
+        if method in k.load_methods:
+            self.module_storages.update(h.storage for h in receiver.handles)
+            self._write(receiver, node, method + "()", state)
+            return EMPTY
+        if method in k.tensor_to_numpy_methods:
+            return self._alias(receiver, node, AliasKind.NUMPY, tensor=False, ndarray=True)
+        if method in _CONTAINER_METHODS and not array:
+            return receiver
+        if method == "copy" and receiver.kinds & {AliasKind.STATE_DICT}:
+            return receiver  # dict.copy() is shallow
+        if method in _CONTAINER_STORES and not array and args:
+            place = dotted_name(node.func.value)
+            if place is not None:
+                stored = frozenset().union(*(arg.handles for arg in args))
+                state.env[place] = state.env.get(place, frozenset()) | stored
+            return EMPTY
+        if method == "step" and any(h.role is Role.OPTIMIZER for h in receiver.handles):
+            self._write_optimizer_targets(receiver, node, state)
+            return EMPTY
+        if _is_training_call(method) and method != "step":
+            self._write_modules([receiver, *args], node, state)
+            return EMPTY
+        if method in k.multi_view_methods and (array or method in k.tensor_only_methods or _split_like_tensor(node)):
+            return self._alias(receiver, node, AliasKind.MULTI_VIEW, tensor=True)
+        if array or method in k.tensor_only_methods:
+            if method in k.expand_methods:
+                return self._alias(receiver, node, AliasKind.EXPAND, tensor=True)
+            if method in k.view_methods:
+                return self._alias(receiver, node, AliasKind.VIEW, partial=method in _PARTIAL_VIEWS, tensor=True)
+        tensor = array or method in k.tensor_only_methods or method in k.may_alias_methods
+        return Value(frozenset({self._fresh(node, "", EMPTY, tensor=tensor)}), tensor=tensor)
+
+    def _library_call(self, node: cst.Call, qualified: str, args: list[Value], state: State) -> Value:
+        k = self.k
+        first = args[0] if args else EMPTY
+        keyword = {arg.keyword.value: value for arg, value in zip(node.args, args) if arg.keyword is not None}
+        positional = [value for arg, value in zip(node.args, args) if arg.keyword is None]
+        first = positional[0] if positional else EMPTY
+        if qualified in _IDENTITY_FUNCTIONS:
+            return first
+        if qualified in k.copy_functions:
+            return self._fresh_value(node, tensor=qualified.startswith("torch."), ndarray=qualified.startswith("numpy"))
+        if qualified in k.numpy_to_tensor_functions:
+            if qualified == "torch.from_numpy" or (first.ndarray and "dtype" not in keyword):
+                return self._alias(first, node, AliasKind.NUMPY, tensor=True)
+            return self._fresh_value(node, tensor=True)
+        if qualified in k.tensor_to_numpy_functions:
+            if first.tensor and "dtype" not in keyword:
+                return self._alias(first, node, AliasKind.NUMPY, tensor=False, ndarray=True)
+            return self._fresh_value(node, ndarray=True)
+        if qualified == "numpy.copyto" and positional:
+            self._write(first, node, "numpy.copyto", state)
+            return EMPTY
+        if qualified in k.no_grad_contexts:
+            return EMPTY
+        if qualified in _BACKWARD_FUNCTIONS and node.args:
+            self._check_backward(node, node.args[0].value, state)
+            return self._fresh_value(node, tensor=True)
+        if qualified.startswith("numpy."):
+            if "out" in keyword:
+                self._write(keyword["out"], node, "out=", state)
+            return self._fresh_value(node, ndarray=True)
+        if qualified.startswith("torch.optim.") and qualified.count(".") == 2 and qualified[12:13].isupper():
+            storages = frozenset(h.storage for value in args for h in value.handles if h.kind is AliasKind.PARAMETERS)
+            handle = self._handle(("optim", id(node)), Storage("optimizer", "fresh", node=node), AliasKind.OWN, node)
+            handle.role, handle.targets = Role.OPTIMIZER, storages
+            return Value(frozenset({handle}))
+        if qualified.startswith("torch.nn.init."):
+            if qualified.rsplit(".", 1)[1] in k.init_functions:
+                self._write(first, node, qualified, state, init=True)
+                return first
+            return EMPTY
+        if qualified.startswith("torch.nn.functional."):
+            name = qualified.rsplit(".", 1)[1]
+            if name in k.functional_inplace_underscore or (
+                name in k.functional_inplace_kwarg and _is_true(_keyword(node, "inplace"))
+            ):
+                self._write(first, node, f"{name}(inplace=True)" if not name.endswith("_") else name, state)
+                return first
+            return self._fresh_value(node, tensor=True)
+        if qualified.startswith("torch.nn.") and qualified.count(".") == 2:
+            name = qualified.rsplit(".", 1)[1]
+            if name in k.module_inplace_kwarg and _is_true(_keyword(node, "inplace")):
+                handle = self._handle(("module", id(node)), Storage(name, "fresh", node=node), AliasKind.OWN, node)
+                handle.role = Role.INPLACE_MODULE
+                return Value(frozenset({handle}))
+            return self._fresh_value(node)
+        name = qualified[len("torch.") :] if qualified.count(".") == 1 else None
+        if name is None:
+            return self._fresh_value(node)
+        if "out" in keyword and name in k.out_functions:
+            self._write(keyword["out"], node, "out=", state)
+            return keyword["out"]
+        if name in k.inplace_functions:
+            self._write(first, node, qualified, state)
+            return first
+        if name in k.expand_functions:
+            return self._alias(Value(frozenset().union(*(a.handles for a in positional))), node, AliasKind.EXPAND, tensor=True)
+        if name in k.multi_view_functions:
+            return self._alias(first, node, AliasKind.MULTI_VIEW, tensor=True)
+        if name in k.view_functions:
+            return self._alias(first, node, AliasKind.VIEW, partial=name in _PARTIAL_VIEWS, tensor=True)
+        return self._fresh_value(node, tensor=name in k.tensor_functions)
+
+    # --------------------------------------------------------------- writes
+
+    def _write(
+        self,
+        target: Value,
+        node: cst.CSTNode,
+        op: str,
+        state: State,
+        *,
+        partial: bool = False,
+        index: str | None = None,
+        init: bool = False,
+    ) -> None:
+        live = state.live_handles()
+        for writer in target.handles:
+            if writer.role is not None:
+                continue
+            write = self.writes.get((id(node), id(writer)))
+            if write is None:
+                write = Write(node, writer, op, partial or writer.partial, index or writer.index, self._no_grad > 0, init)
+                self.writes[(id(node), id(writer))] = write
+            # Rebinding `.data` swaps the storage: old aliases keep the old memory.
+            for handle in live if op != ".data =" else ():
+                if handle.storage.related(writer.storage):
+                    state.stale[handle] = state.stale.get(handle, frozenset()) | {write}
+            if write.hidden:
+                for handle in live:
+                    state.hidden[handle] = state.hidden.get(handle, frozenset()) | {write}
+
+    def _write_modules(self, values: list[Value], node: cst.CSTNode, state: State) -> None:
+        modules = [h for value in values for h in value.handles if h.storage in self.module_storages]
+        if modules:
+            self._write(Value(frozenset(modules)), node, "training call", state)
+
+    def _write_optimizer_targets(self, optimizer: Value, node: cst.CSTNode, state: State) -> None:
+        targets = {storage for h in optimizer.handles for storage in h.targets}
+        writers = {
+            self._handle(("step", id(node), id(storage)), storage, AliasKind.OWN, node) for storage in targets
+        }
+        self._write(Value(frozenset(writers)), node, "step()", state)
+
+    # -------------------------------------------------------------- helpers
+
+    def _alias(
+        self,
+        base: Value,
+        node: cst.CSTNode,
+        kind: AliasKind,
+        *,
+        partial: bool = False,
+        index: str | None = None,
+        tensor: bool | None = None,
+        ndarray: bool | None = None,
+    ) -> Value:
+        handles = set()
+        for source in base.handles:
+            if source.role is not None:
+                continue
+            inherited = kind
+            if source.kind in (AliasKind.STATE_DICT, AliasKind.NUMPY) and kind in _PASS_THROUGH:
+                inherited = source.kind
+            elif kind is AliasKind.VIEW and source.kind in (AliasKind.DETACH, AliasKind.DATA):
+                inherited = source.kind
+            handle = self._handle(
+                ("alias", id(node), id(source)),
+                source.storage,
+                inherited,
+                node,
+                source=getattr(node, "value", None) if not isinstance(node, cst.Call) else _receiver(node),
+                partial=partial or source.partial,
+                index=index,
+                tensor=base.tensor if tensor is None else tensor,
+                ndarray=base.ndarray if ndarray is None else ndarray,
+            )
+            handles.add(handle)
+        return Value(
+            frozenset(handles),
+            base.tensor if tensor is None else tensor,
+            base.ndarray if ndarray is None else ndarray,
+        )
+
+    def _external(self, place: str, state: State) -> Handle:
+        parent = None
+        head, _, attribute = place.rpartition(".")
+        if head and attribute not in _DETACHED_ATTRIBUTES:
+            owner = state.env.get(head)
+            if owner is None:
+                owner = frozenset({self._external(head, state)})
+                state.env[head] = owner
+            parent = next(iter(owner)).storage
+        storage = self._storage(("external", place, id(parent)), place, "external", parent)
+        tensor = place in self.scope.tensor_places
+        return self._handle(("external", place, id(parent)), storage, AliasKind.OWN, None, tensor=tensor)
+
+    def _fresh(self, node, place: str, value: Value, tensor: bool | None = None) -> Handle:
+        key = ("fresh", place, id(node) if not isinstance(node, tuple) else (id(node[0]), node[1]))
+        storage = self._storage(key, place, "fresh")
+        is_tensor = value.tensor if tensor is None else tensor
+        return self._handle(key, storage, AliasKind.OWN, node if not isinstance(node, tuple) else node[0], tensor=is_tensor, ndarray=value.ndarray)
+
+    def _fresh_value(self, node: cst.CSTNode, tensor: bool = False, ndarray: bool = False) -> Value:
+        handle = self._fresh(node, "", EMPTY, tensor=tensor)
+        handle.ndarray = ndarray
+        return Value(frozenset({handle}), tensor, ndarray)
+
+    def _storage(self, key: tuple, label: str, origin: str, parent: Storage | None = None) -> Storage:
+        storage = self._storages.get(key)
+        if storage is None:
+            storage = self._storages[key] = Storage(label, origin, parent)
+        return storage
+
+    def _handle(self, key: tuple, storage: Storage, kind: AliasKind, node, **fields) -> Handle:
+        handle = self._handles.get(key)
+        if handle is None:
+            handle = self._handles[key] = Handle(storage, kind, node, **fields)
+        return handle
+
+    def _is_array(self, value: Value) -> bool:
+        return value.tensor or value.ndarray
+
+    def _index_extent(self, node: cst.Subscript) -> tuple[bool, str | None]:
+        """Whether `x[...]` reaches all of x (`x[:]`, `x[...]`), and the index text."""
+        elements = node.slice
+        whole = all(
+            (isinstance(e.slice, cst.Slice) and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
+            or (isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis))
+            for e in elements
+        )
+        return (not whole, None if whole else cst.Module([]).code_for_node(cst.Subscript(cst.Name("_"), elements)))
+
+    def _is_no_grad(self, node: cst.BaseExpression) -> bool:
+        target = node.func if isinstance(node, cst.Call) else node
+        return self.imports.qualify(target) in self.k.no_grad_contexts
+
+    # -------------------------------------------------------------- backward
+
+    def _check_backward(self, node: cst.Call, receiver: cst.BaseExpression, state: State) -> None:
+        self.calls_backward = True
+        for place in _places_in(receiver):
+            for handle in state.env.get(place, ()):
+                for write in state.hidden.get(handle, ()):
+                    self.backward_hits.setdefault((id(write), id(node)), (write, node))
+
+
+def _operator(node: cst.AugAssign) -> str:
+    return cst.Module([]).code_for_node(node.operator).strip()
+
+
+def _operands(node) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.BinaryOperation):
+        return [node.left, node.right]
+    if isinstance(node, cst.UnaryOperation):
+        return [node.expression]
+    if isinstance(node, cst.BooleanOperation):
+        return [node.left, node.right]
+    return [node.left, *(target.comparator for target in node.comparisons)]
+
+
+def _formatted_expressions(node) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.ConcatenatedString):
+        return [*_formatted_expressions(node.left), *_formatted_expressions(node.right)]
+    if isinstance(node, cst.FormattedString):
+        return [part.expression for part in node.parts if isinstance(part, cst.FormattedStringExpression)]
+    return []
+
+
+def _prefixes(place: str) -> list[str]:
+    parts = place.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _places_in(node: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+
+    class _Names(cst.CSTVisitor):
+        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
+            place = dotted_name(attribute)
+            if place is not None:
+                found.update(_prefixes(place))
+                return False
+            return True
+
+        def visit_Name(self, name: cst.Name) -> None:
+            found.add(name.value)
+
+    node.visit(_Names())
+    return found
+
+
+def _yields_key_first(node: cst.BaseExpression) -> bool:
+    """`d.items()`, `enumerate(xs)`, `m.named_parameters()`: (key, value) pairs."""
+    name = _callee_name(node) if isinstance(node, cst.Call) else None
+    if name is None:
+        return False
+    last = name.rsplit(".", 1)[-1]
+    return last in ("items", "enumerate") or last.startswith("named_")
+
+
+def _callee_name(node: cst.Call) -> str | None:
+    return dotted_name(node.func)
+
+
+def _receiver(node: cst.Call) -> cst.BaseExpression | None:
+    return node.func.value if isinstance(node.func, cst.Attribute) else (node.args[0].value if node.args else None)
+
+
+def _keyword(node: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def _is_true(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _is_training_call(name: str) -> bool:
+    return name not in _NOT_TRAINING and bool(_TRAINING_CALL.search(name))
+
+
+def _split_like_tensor(node: cst.Call) -> bool:
+    """`x.split(2)`, `x.split([1, 3], dim=1)`: tensor split, not `str.split(",")`."""
+    if _keyword(node, "dim") is not None:
+        return True
+    if not node.args:
+        return False
+    first = node.args[0].value
+    return isinstance(first, (cst.Integer, cst.List, cst.Tuple)) or (
+        isinstance(first, cst.UnaryOperation) and isinstance(first.expression, cst.Integer)
+    )

@@ -1,0 +1,181 @@
+"""Scope discovery: one pass over the module that finds every function and method,
+what its parameters are, and the per-scope facts the alias analysis starts from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from gpumem_lint.knowledge import knowledge
+from gpumem_lint.semantic.imports import ImportTable, dotted_name
+
+#: Annotations that say a parameter is not a tensor (`x += 1` rebinds it).
+_SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "complex", "None"})
+#: Attributes that tensors and ndarrays have and containers do not.
+_TENSOR_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "is_cuda", "requires_grad", "grad_fn"})
+_TENSOR_ANNOTATIONS = ("Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "np.ndarray", "ndarray", "Parameter")
+
+
+@dataclass
+class Scope:
+    node: cst.Module | cst.FunctionDef
+    body: tuple
+    name: str
+    class_name: str | None = None
+    class_bases: tuple[str, ...] = ()
+    params: dict[str, bool | None] = field(default_factory=dict)  # name -> tensor? (None: unknown)
+    no_grad: bool = False  # decorated @torch.no_grad() / @torch.inference_mode()
+    inplace_modules: set[str] = field(default_factory=set)  # "self.act" = nn.ReLU(inplace=True)
+    tensor_places: set[str] = field(default_factory=set)  # used as receiver of a tensor-only method
+    docstring: str | None = None
+
+    @property
+    def is_function(self) -> bool:
+        return isinstance(self.node, cst.FunctionDef)
+
+    @property
+    def is_method(self) -> bool:
+        return self.class_name is not None
+
+
+@dataclass
+class _Class:
+    name: str
+    bases: tuple[str, ...]
+    inplace_modules: set[str] = field(default_factory=set)
+    pending: list[tuple[str, cst.Call]] = field(default_factory=list)
+    methods: list[Scope] = field(default_factory=list)
+
+
+class ScopeCollector(cst.CSTVisitor):
+    """Collects imports and scopes in one traversal."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.imports = ImportTable()
+        self.scopes: list[Scope] = [Scope(module, tuple(module.body), "<module>")]
+        self._functions: list[Scope] = [self.scopes[0]]
+        self._classes: list[_Class | None] = [None]
+        self._all_classes: list[_Class] = []
+        self._tensor_methods = knowledge().tensor_only_methods
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self.imports.add(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.imports.add(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        bases = tuple(name for arg in node.bases if (name := dotted_name(arg.value)) is not None)
+        info = _Class(node.name.value, bases)
+        self._classes.append(info)
+        self._all_classes.append(info)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        owner = self._classes[-1] if self._direct_method(node) else None
+        scope = Scope(
+            node,
+            tuple(node.body.body) if isinstance(node.body, cst.IndentedBlock) else tuple(node.body.body),
+            node.name.value,
+            owner.name if owner else None,
+            owner.bases if owner else (),
+            _parameters(node, is_method=owner is not None),
+            docstring=node.get_docstring(),
+        )
+        scope.no_grad = any(_no_grad_decorator(d.decorator) for d in node.decorators)
+        self.scopes.append(scope)
+        self._functions.append(scope)
+        self._classes.append(self._classes[-1] if owner else None)
+        if owner is not None:
+            owner.methods.append(scope)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._functions.pop()
+        self._classes.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in self._tensor_methods:
+            place = dotted_name(func.value)
+            if place is not None:
+                self._functions[-1].tensor_places.add(place)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in _TENSOR_ATTRIBUTES:
+            place = dotted_name(node.value)
+            if place is not None:
+                self._functions[-1].tensor_places.add(place)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        owner = self._classes[-1]
+        if owner is None or not isinstance(node.value, cst.Call):
+            return
+        for target in node.targets:
+            place = dotted_name(target.target)
+            if place is not None and place.startswith("self."):
+                owner.pending.append((place, node.value))
+
+    def _direct_method(self, node: cst.FunctionDef) -> bool:
+        # A def directly inside a class body: the innermost open scope is the class.
+        return self._classes[-1] is not None and self._functions[-1].class_name != self._classes[-1].name
+
+    def finish(self) -> list[Scope]:
+        inplace = knowledge().module_inplace_kwarg
+        for info in self._all_classes:
+            for place, call in info.pending:
+                qualified = self.imports.qualify(call.func) or ""
+                if qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[1] in inplace and _inplace_true(call):
+                    info.inplace_modules.add(place)
+            for method in info.methods:
+                method.inplace_modules = info.inplace_modules
+        for scope in self.scopes:
+            scope.params = {
+                name: True if tensor or name in scope.tensor_places else tensor for name, tensor in scope.params.items()
+            }
+            first = next(iter(scope.params), None)
+            # The input of a module's forward is a tensor unless annotated otherwise.
+            if scope.name == "forward" and scope.is_method and first is not None and scope.params[first] is None:
+                scope.params[first] = True
+        return self.scopes
+
+
+def _inplace_true(call: cst.Call) -> bool:
+    return any(
+        arg.keyword is not None and arg.keyword.value == "inplace" and isinstance(arg.value, cst.Name)
+        and arg.value.value == "True"
+        for arg in call.args
+    )
+
+
+def _no_grad_decorator(node: cst.BaseExpression) -> bool:
+    target = node.func if isinstance(node, cst.Call) else node
+    name = dotted_name(target) or ""
+    return name.rsplit(".", 1)[-1] in ("no_grad", "inference_mode")
+
+
+def _parameters(node: cst.FunctionDef, is_method: bool) -> dict[str, bool | None]:
+    """Parameter name -> whether its annotation says tensor. `self`/`cls` are not caller tensors."""
+    params = node.params
+    ordered = [*params.posonly_params, *params.params, *params.kwonly_params]
+    result: dict[str, bool | None] = {}
+    for index, param in enumerate(ordered):
+        name = param.name.value
+        if is_method and index == 0:
+            continue
+        annotation = dotted_name(param.annotation.annotation) if param.annotation else None
+        if annotation is None and param.annotation is not None:
+            annotation = cst.Module([]).code_for_node(param.annotation.annotation)
+        if annotation in _SCALAR_ANNOTATIONS or _scalar_default(param.default):
+            result[name] = False
+            continue
+        result[name] = True if annotation is not None and annotation.endswith(_TENSOR_ANNOTATIONS) else None
+    return result
+
+
+def _scalar_default(default: cst.BaseExpression | None) -> bool:
+    return isinstance(default, (cst.Integer, cst.Float, cst.SimpleString)) or (
+        isinstance(default, cst.Name) and default.value in ("True", "False")
+    )

@@ -1,0 +1,160 @@
+"""The abstract values of the alias analysis: storages, handles, writes and reads.
+
+A *storage* is one block of tensor memory. A *handle* is one Python-level way of
+reaching it (the tensor itself, a view, a `.detach()` or `.data` alias, a numpy array,
+a `state_dict()`), identified by the expression that made it. Places (names and
+attribute paths such as `self.buf`) are bound to sets of handles; a *write* through one
+handle is *seen* by every other handle of a related storage, and a later read of such
+a handle is recorded as a `Read` for the rules to judge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+
+import libcst as cst
+
+
+class AliasKind(str, Enum):
+    OWN = "own"  # the tensor itself: a parameter, an attribute, a fresh result
+    VIEW = "view"  # slicing, view, transpose, narrow, select, ...
+    DETACH = "detach"  # .detach(): shares memory and the version counter
+    DATA = "data"  # .data: shares memory, not the version counter
+    NUMPY = "numpy"  # the other side of a numpy bridge
+    STATE_DICT = "state_dict"  # Module.state_dict() and its entries
+    EXPAND = "expand"  # expand / broadcast_to: several elements share one location
+    MULTI_VIEW = "multi_view"  # outputs of unbind / split / chunk
+    PARAMETERS = "parameters"  # a module's own tensors, from .parameters()
+
+
+#: Kinds a user commonly mistakes for a copy.
+SNAPSHOT_KINDS = frozenset({AliasKind.VIEW, AliasKind.DETACH, AliasKind.DATA})
+
+
+class Role(str, Enum):
+    """What a non-tensor object does to tensors when used."""
+
+    OPTIMIZER = "optimizer"  # .step() writes the parameters it was given
+    INPLACE_MODULE = "inplace_module"  # calling it writes its argument
+
+
+@dataclass(eq=False)
+class Storage:
+    label: str
+    origin: str  # "param", "external", "fresh"
+    parent: Storage | None = None
+    node: cst.CSTNode | None = None
+
+    def lineage(self) -> Iterator[Storage]:
+        storage: Storage | None = self
+        while storage is not None:
+            yield storage
+            storage = storage.parent
+
+    def related(self, other: Storage) -> bool:
+        """One contains the other: `model` and `model.fc.weight` share memory."""
+        return other in self.lineage() or self in other.lineage()
+
+
+@dataclass(eq=False)
+class Handle:
+    storage: Storage
+    kind: AliasKind
+    node: cst.CSTNode | None  # the expression that made it; None for a parameter
+    source: cst.BaseExpression | None = None  # the aliased expression, for messages
+    partial: bool = False  # reaches only part of the storage (x[0], narrow, select)
+    index: str | None = None  # the subscript, to tell `x[i]` from `x[j]`
+    tensor: bool = False  # evidence that this is a tensor (or an ndarray)
+    ndarray: bool = False
+    role: Role | None = None
+    targets: frozenset[Storage] = frozenset()  # for an optimizer: what step() writes
+
+
+@dataclass(eq=False)
+class Write:
+    node: cst.CSTNode
+    writer: Handle
+    op: str  # "add_", "+=", "[] =", "out=", "inplace=True", ".data =", "step()"
+    partial: bool = False
+    index: str | None = None
+    no_grad: bool = False
+    init: bool = False  # nn.init.*: initialisation, written on purpose
+
+    @property
+    def storage(self) -> Storage:
+        return self.writer.storage
+
+    @property
+    def hidden(self) -> bool:
+        """Autograd cannot see it: through `.data`, or rebinding `.data`."""
+        return self.writer.kind is AliasKind.DATA or self.op == ".data ="
+
+
+@dataclass(frozen=True, eq=False)
+class Read:
+    write: Write
+    reader: Handle
+    node: cst.CSTNode
+    place: str
+
+
+@dataclass(frozen=True)
+class Value:
+    """What an expression evaluates to."""
+
+    handles: frozenset[Handle] = frozenset()
+    tensor: bool = False
+    ndarray: bool = False
+
+    def with_handles(self, handles) -> Value:
+        return Value(frozenset(handles), self.tensor, self.ndarray)
+
+    @property
+    def kinds(self) -> frozenset[AliasKind]:
+        return frozenset(handle.kind for handle in self.handles)
+
+
+EMPTY = Value()
+
+
+@dataclass
+class State:
+    """What is known at one program point; joined at merges, iterated around loops."""
+
+    env: dict[str, frozenset[Handle]] = field(default_factory=dict)
+    stale: dict[Handle, frozenset[Write]] = field(default_factory=dict)
+    hidden: dict[Handle, frozenset[Write]] = field(default_factory=dict)
+    reachable: bool = True
+
+    def copy(self) -> State:
+        return State(dict(self.env), dict(self.stale), dict(self.hidden), self.reachable)
+
+    def join(self, other: State) -> State:
+        if not other.reachable:
+            return self.copy()
+        if not self.reachable:
+            return other.copy()
+        return State(_union(self.env, other.env), _union(self.stale, other.stale), _union(self.hidden, other.hidden))
+
+    def same_as(self, other: State) -> bool:
+        return (self.reachable, self.env, self.stale, self.hidden) == (
+            other.reachable,
+            other.env,
+            other.stale,
+            other.hidden,
+        )
+
+    def live_handles(self) -> set[Handle]:
+        return {handle for handles in self.env.values() for handle in handles}
+
+
+UNREACHABLE = State(reachable=False)
+
+
+def _union(left: dict, right: dict) -> dict:
+    merged = dict(left)
+    for key, values in right.items():
+        merged[key] = merged[key] | values if key in merged else values
+    return merged
