@@ -1,0 +1,216 @@
+"""The command line: `gpumem-lint [check] PATH...`, `gpumem-lint rule CODE`, `gpumem-lint rules`.
+
+Exit codes follow ruff: 0 no findings, 1 findings, 2 a usage, configuration or internal error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import traceback
+from collections.abc import Iterator, Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, NoReturn, Optional
+
+import typer
+from rich.console import Console
+
+from gpumem_lint import __version__
+from gpumem_lint.config import CliOverrides, ConfigError, load_settings
+from gpumem_lint.diagnostics import Diagnostic
+from gpumem_lint.discovery import SourceFile, discover_files
+from gpumem_lint.engine import lint_path
+from gpumem_lint.output import OutputFormat, write_report
+from gpumem_lint.rules import ALL_RULES, RULES_BY_CODE
+from gpumem_lint.selection import RuleSelection
+
+app = typer.Typer(
+    name="gpumem-lint",
+    help="Find tensor-sharing and GPU-memory hazards in PyTorch code.",
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_COMMANDS = ("check", "rule", "rules")
+_TOP_LEVEL_OPTIONS = ("-h", "--help", "--version")
+
+
+class RulesFormat(str, Enum):
+    TEXT = "text"
+    JSON = "json"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"gpumem-lint {__version__}")
+        raise typer.Exit()
+
+
+_SELECTORS = "Comma-separated codes or prefixes (GML101, GML1, ALL); repeatable."
+SelectOption = Annotated[
+    Optional[list[str]], typer.Option(metavar="CODES", help=f"Run only these rules. {_SELECTORS}")
+]
+ExtendSelectOption = Annotated[
+    Optional[list[str]], typer.Option(metavar="CODES", help=f"Run these rules as well. {_SELECTORS}")
+]
+IgnoreOption = Annotated[Optional[list[str]], typer.Option(metavar="CODES", help=f"Skip these rules. {_SELECTORS}")]
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        Optional[bool],
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = None,
+) -> None:
+    """Find tensor-sharing and GPU-memory hazards in PyTorch code."""
+
+
+@app.command()
+def check(
+    paths: Annotated[
+        Optional[list[str]], typer.Argument(help="Files or directories to lint (default: the current directory).")
+    ] = None,
+    select: SelectOption = None,
+    extend_select: ExtendSelectOption = None,
+    ignore: IgnoreOption = None,
+    output_format: Annotated[
+        OutputFormat, typer.Option(envvar="GPUMEM_LINT_OUTPUT_FORMAT", help="How to print findings.")
+    ] = OutputFormat.FULL,
+    output_file: Annotated[
+        Optional[Path], typer.Option("--output-file", "-o", help="Write the report to this file, not stdout.")
+    ] = None,
+    statistics: Annotated[
+        bool, typer.Option("--statistics", help="Print counts per rule instead of findings.")
+    ] = False,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", "-e", help="Exit 0 even when there are findings.")] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", "-n", help="Accepted for ruff compatibility; there is no cache yet.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the findings, no summary.")] = False,
+    force_exclude: Annotated[
+        bool, typer.Option("--force-exclude", help="Apply excludes to paths given on the command line too.")
+    ] = False,
+    config: Annotated[
+        Optional[Path], typer.Option("--config", help="Use this pyproject.toml instead of searching for one.")
+    ] = None,
+) -> None:
+    """Lint files and directories (the default command: `gpumem-lint PATH...` is the same)."""
+    arguments = paths or ["."]
+    try:
+        overrides = CliOverrides(
+            select=_split(select) if select is not None else None,
+            extend_select=_split(extend_select),
+            ignore=_split(ignore),
+            force_exclude=force_exclude,
+        )
+        settings = load_settings(arguments, overrides, config)
+        selection = RuleSelection.from_settings(settings)
+        files = discover_files(arguments, settings)
+    except ConfigError as error:
+        _fail(str(error))
+    if not files and not quiet:
+        typer.echo("warning: No Python files found under the given path(s)", err=True)
+    diagnostics = lint_files(files, selection)
+    with _report_console(output_file) as console:
+        write_report(diagnostics, console, output_format, quiet=quiet, show_statistics=statistics)
+    if diagnostics and not exit_zero:
+        raise typer.Exit(1)
+
+
+def lint_files(files: Sequence[SourceFile], selection: RuleSelection) -> list[Diagnostic]:
+    """Lint each file with the rules selected for it; findings in path, row, column order."""
+    diagnostics = [
+        diagnostic
+        for file in files
+        for diagnostic in lint_path(file.path, file.display, selection.rules_for(file.path))
+    ]
+    return sorted(diagnostics, key=lambda diagnostic: diagnostic.sort_key)
+
+
+@app.command()
+def rule(code: Annotated[str, typer.Argument(help="A rule code, such as GML001.")]) -> None:
+    """Print a rule's documentation."""
+    from gpumem_lint.docs import render_rule_page
+
+    rule_cls = RULES_BY_CODE.get(code.upper())
+    if rule_cls is None:
+        _fail(f"unknown rule code '{code}'; `gpumem-lint rules` lists them")
+    page = render_rule_page(rule_cls)
+    console = Console()
+    if console.is_terminal:
+        from rich.markdown import Markdown
+
+        console.print(Markdown(page))
+    else:
+        typer.echo(page, nl=False)
+
+
+@app.command("rules")
+def list_rules(
+    output_format: Annotated[
+        RulesFormat, typer.Option(help="A table, or JSON with each full page.")
+    ] = RulesFormat.TEXT,
+) -> None:
+    """List every rule."""
+    if output_format is RulesFormat.JSON:
+        from gpumem_lint.docs import render_rule_page
+
+        entries = [
+            {
+                "code": rule_cls.code,
+                "name": rule_cls.name,
+                "severity": rule_cls.severity.value,
+                "summary": rule_cls.summary,
+                "fix_title": rule_cls.fix_title,
+                "explanation": render_rule_page(rule_cls),
+            }
+            for rule_cls in ALL_RULES
+        ]
+        typer.echo(json.dumps(entries, indent=2))
+        return
+    from rich.table import Table
+
+    table = Table("Code", "Name", "Severity", "Summary")
+    for rule_cls in ALL_RULES:
+        table.add_row(rule_cls.code, rule_cls.name, rule_cls.severity.value, rule_cls.summary)
+    Console().print(table)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point. `gpumem-lint PATH...` means `gpumem-lint check PATH...`, as in ruff."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in (*_COMMANDS, *_TOP_LEVEL_OPTIONS):
+        args.insert(0, "check")
+    try:
+        app(args=args, prog_name="gpumem-lint")
+    except Exception as error:  # noqa: BLE001 - exit 2, never 1, which means "findings"
+        traceback.print_exc()
+        print(f"gpumem-lint: error: internal error: {error!r}; please report it", file=sys.stderr)
+        sys.exit(2)
+
+
+def _split(values: Sequence[str] | None) -> tuple[str, ...]:
+    """`--select A,B --select C` -> ("A", "B", "C")."""
+    return tuple(part.strip() for value in values or () for part in value.split(",") if part.strip())
+
+
+@contextlib.contextmanager
+def _report_console(output_file: Path | None) -> Iterator[Console]:
+    # Markup, emoji codes and highlighting are off: messages are printed as written, never wrapped.
+    options = {"soft_wrap": True, "markup": False, "emoji": False, "highlight": False}
+    if output_file is None:
+        yield Console(**options)
+        return
+    try:
+        with output_file.open("w", encoding="utf-8") as stream:
+            yield Console(file=stream, no_color=True, color_system=None, **options)
+    except OSError as error:
+        _fail(f"{output_file}: cannot write output file: {error.strerror or error}")
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"gpumem-lint: error: {message}", err=True)
+    raise typer.Exit(2)

@@ -1,0 +1,93 @@
+"""Each finding with the source lines around it, the span underlined, and the remedy.
+
+    model.py:2:7: GML001 invalid syntax: ...
+      |
+    1 | import torch
+    2 | def f(:
+      |       ^ GML001
+    3 |     pass
+      |
+    help: Fix the syntax error; nothing else in this file was checked
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.cells import cell_len
+from rich.console import Console
+from rich.text import Text
+
+from gpumem_lint.diagnostics import Diagnostic
+from gpumem_lint.engine import decode_source
+from gpumem_lint.output.concise import header, printable
+
+CONTEXT_LINES = 2
+TAB_SIZE = 4
+# Python counts rows at these line breaks; str.splitlines also breaks at \f and others.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def render(diagnostics: Sequence[Diagnostic], console: Console) -> None:
+    sources: dict[str, list[str] | None] = {}
+    for diagnostic in diagnostics:
+        console.print(header(diagnostic))
+        if diagnostic.path not in sources:
+            sources[diagnostic.path] = _read_lines(diagnostic.path)
+        lines = sources[diagnostic.path]
+        if lines is not None and 1 <= diagnostic.start.row <= len(lines):
+            console.print(code_frame(diagnostic, lines))
+        if diagnostic.help:
+            console.print(Text.assemble(("help", "bold cyan"), ": ", printable(diagnostic.help)))
+        console.print()
+
+
+def code_frame(diagnostic: Diagnostic, lines: list[str]) -> Text:
+    """The start row with its neighbours; the underline covers the span's part of the start row."""
+    row = diagnostic.start.row
+    # The empty "line" after a final newline is shown only when the finding is on it (at EOF).
+    shown_rows = len(lines) - 1 if lines[-1] == "" else len(lines)
+    first, last = max(1, row - CONTEXT_LINES), min(max(shown_rows, row), row + CONTEXT_LINES)
+    width = len(str(last))
+    gutter = (f"{'':>{width}} |", "blue")
+    frame = Text.assemble(gutter, "\n")
+    for number in range(first, last + 1):
+        source = _shown(lines[number - 1])
+        frame.append_text(Text.assemble((f"{number:>{width}} |", "blue"), f" {source}" if source else "", "\n"))
+        if number == row:
+            start, length = _underline(diagnostic, lines[row - 1])
+            frame.append_text(
+                Text.assemble(gutter, " " * (start + 1), ("^" * length + " " + diagnostic.code, "bold red"), "\n")
+            )
+    frame.append_text(Text.assemble(gutter))
+    return frame
+
+
+def _underline(diagnostic: Diagnostic, line: str) -> tuple[int, int]:
+    """Screen offset and width of the carets, measured in terminal cells after tab expansion."""
+    start_col = diagnostic.start.column - 1
+    if diagnostic.end.row == diagnostic.start.row:
+        end_col = diagnostic.end.column - 1
+    else:
+        end_col = len(line)  # a multi-line span is underlined to the end of its first line
+    start = cell_len(_shown(line[:start_col]))
+    end = cell_len(_shown(line[:end_col]))
+    return start, max(1, end - start)
+
+
+def _shown(source: str) -> str:
+    return printable(source.expandtabs(TAB_SIZE))
+
+
+def _read_lines(display_path: str) -> list[str] | None:
+    """The file's lines, or None when it cannot be read or decoded (the frame is skipped).
+
+    Display paths are relative to the current directory (or absolute), so they open as they are.
+    """
+    try:
+        text = decode_source(Path(display_path).read_bytes())
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+    return _LINE_BREAK.split(text)

@@ -1,0 +1,33 @@
+"""A JSON array of findings. `diagnostic_to_dict` is the one definition of a finding's
+fields; other machine formats build on it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+
+from gpumem_lint.diagnostics import Diagnostic
+
+
+def diagnostic_to_dict(diagnostic: Diagnostic) -> dict[str, Any]:
+    return {
+        "code": diagnostic.code,
+        "name": diagnostic.name,
+        "message": diagnostic.message,
+        "severity": diagnostic.severity.value,
+        "filename": diagnostic.path,
+        "location": {"row": diagnostic.start.row, "column": diagnostic.start.column},
+        "end_location": {"row": diagnostic.end.row, "column": diagnostic.end.column},
+        # No rule has an automatic fix yet, and rule pages are not published at a URL yet.
+        "fix": None,
+        "help": diagnostic.help,
+        "url": None,
+    }
+
+
+def render(diagnostics: Sequence[Diagnostic], console: Console) -> None:
+    ordered = sorted(diagnostics, key=lambda diagnostic: diagnostic.sort_key)
+    console.out(json.dumps([diagnostic_to_dict(d) for d in ordered], indent=2), highlight=False)
