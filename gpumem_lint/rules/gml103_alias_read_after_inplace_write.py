@@ -8,9 +8,9 @@ from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.values import SNAPSHOT_KINDS, AliasKind, Read
 
 # Aliases people write *through* on purpose (`p.data.add_()`, `v = x[0]; v.zero_()`)
-# are not snapshots; a `.detach()`/`.data` alias written and then read next to its
-# source is one the author took for a copy.
-_COPY_LOOKALIKES = frozenset({AliasKind.DETACH, AliasKind.DATA})
+# are not snapshots; a `.detach()` alias written and then read next to its source
+# is one the author took for a copy.
+_COPY_LOOKALIKES = frozenset({AliasKind.DETACH})
 
 
 class AliasReadAfterInplaceWrite(Rule):
@@ -18,8 +18,8 @@ class AliasReadAfterInplaceWrite(Rule):
     ## What it does
     Flags an in-place write to a tensor while a view, `.detach()` or `.data` alias of it
     made earlier is still read afterwards as if it held the old values — and the mirror
-    case: a `.detach()`/`.data` alias written in place while both it and its source are
-    read afterwards as two different values.
+    case: a `.detach()` alias written in place while both it and its source are read
+    afterwards as two different values.
 
     ## Why is this bad?
     Views, `.detach()` and `.data` share memory with their source (torch-runtime-facts
@@ -160,5 +160,6 @@ def _is_copy_lookalike_write(read: Read, facts: ScopeFacts) -> bool:
         writer.kind in _COPY_LOOKALIKES
         and writer.node is not None
         and read.reader.kind in (AliasKind.OWN, AliasKind.PARAMETERS)
+        and read.reader.storage is writer.storage  # the same tensor, not the object holding it
         and read.write in facts.own_reads
     )

@@ -1,6 +1,8 @@
 import re
 from collections.abc import Iterator
 
+import libcst as cst
+
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._alias_text import write_text
@@ -8,8 +10,11 @@ from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.scopes import Scope
 from gpumem_lint.semantic.values import AliasKind, Write
 
-# Names that announce mutation as the function's job.
-_MUTATING_FUNCTION = re.compile(r"_$|^_*(init|reset|step$|update)|inplace|in_place", re.IGNORECASE)
+# Words in a function's name (or an enclosing function's) that announce mutation as its job.
+_MUTATING_WORDS = frozenset(
+    {"init", "initialize", "initialise", "reset", "step", "update", "inplace", "fill", "zero", "clip", "copy",
+     "broadcast", "reduce", "allreduce", "scatter", "gather", "sync"}
+)
 _OUTPUT_PARAMETER = re.compile(r"^(out|output|dst|dest|buf|buffer|acc|accumulator|result)$|_(out|buf|buffer)$")
 _DOCUMENTED_MUTATION = re.compile(r"in[- ]?place", re.IGNORECASE)
 # Writes the author asked for explicitly by bypassing autograd, and writes that
@@ -22,8 +27,9 @@ class InplaceWriteOnArgument(Rule):
     ## What it does
     Flags an in-place write to a tensor the caller passed in — `x += self.bias`,
     `x.relu_()`, `F.relu(x, inplace=True)`, an `nn.ReLU(inplace=True)` applied to the
-    input, `x[mask] = 0` — in a module's `forward` or in a plain function, when nothing
-    says that mutating the argument is the function's job.
+    input, `x[mask] = 0` — in a module's `forward`, or in a plain function that a caller
+    in the same module passes a tensor it reads again afterwards, when nothing says that
+    mutating the argument is the function's job.
 
     ## Why is this bad?
     The caller still holds the tensor. A residual connection (`block(x) + x`), a logged
@@ -84,6 +90,17 @@ def clip_(x: torch.Tensor, bound: float) -> torch.Tensor:
         """
 import torch
 
+def standardise(x: torch.Tensor) -> torch.Tensor:
+    x.sub_(x.mean()).div_(x.std())
+    return x
+
+def encode(batch):
+    batch = standardise(batch)
+    return torch.cat([batch, batch.flip(0)], dim=1)
+""",
+        """
+import torch
+
 def count(total: int, batch):
     total += len(batch)
     return total
@@ -119,9 +136,13 @@ class PositionalEncoding(nn.Module):
 import torch
 import torch.nn.functional as F
 
-def normalise(x: torch.Tensor) -> torch.Tensor:
+def standardise(x: torch.Tensor) -> torch.Tensor:
     x.sub_(x.mean()).div_(x.std())
     return F.relu(x, inplace=True)
+
+def encode(batch):
+    features = standardise(batch)
+    return torch.cat([features, batch], dim=1)
 """,
             (6, 7),
         ),
@@ -143,21 +164,44 @@ class PreAct(nn.Module):
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
+        confirmed = _confirmed_calls(ctx)
         for facts in ctx.semantic.facts:
             scope = facts.scope
             if not _checked(scope):
                 continue
-            seen: set[int] = set()
             for write in facts.writes:
                 name = _caller_argument(write, scope)
-                if name is None or id(write.node) in seen:
+                if name is None:
                     continue
-                seen.add(id(write.node))
-                yield Report(
-                    write.node,
-                    f"{write_text(ctx, write)} writes the caller's tensor `{name}` in place: the caller's value "
-                    "changes too, and autograd raises if it is a leaf that requires grad",
-                )
+                if scope.name == "forward" and scope.is_method:
+                    yield Report(
+                        write.node,
+                        f"{write_text(ctx, write)} writes the caller's tensor `{name}` in place: the caller's value "
+                        "changes too (a residual `block(x) + x` sees the new values), and autograd raises if it is a "
+                        "leaf that requires grad",
+                    )
+                elif scope.name in confirmed:
+                    call, read = confirmed[scope.name]
+                    yield Report(
+                        write.node,
+                        f"{write_text(ctx, write)} writes the caller's tensor `{name}` in place: "
+                        f"`{ctx.code(call)}` at line {ctx.line(call)} changes its argument, which is read again at "
+                        f"line {ctx.line(read)}",
+                    )
+
+
+def _confirmed_calls(ctx: FileContext) -> dict[str, tuple[cst.CSTNode, cst.CSTNode]]:
+    """Same-module calls whose mutated argument is read again by the caller."""
+    confirmed: dict[str, tuple[cst.CSTNode, cst.CSTNode]] = {}
+    for facts in ctx.semantic.facts:
+        reads_by_write = {}
+        for read in facts.reads:
+            reads_by_write.setdefault(read.write, read.node)
+        for write in facts.writes:
+            read = facts.own_reads.get(write) or reads_by_write.get(write)
+            if write.callee is not None and read is not None:
+                confirmed.setdefault(write.callee, (write.node, read))
+    return confirmed
 
 
 def _checked(scope: Scope) -> bool:
@@ -165,9 +209,13 @@ def _checked(scope: Scope) -> bool:
         return False
     if scope.is_method and scope.name != "forward":
         return False
-    if _MUTATING_FUNCTION.search(scope.name):
+    if scope.mentions_inplace or any(_announces_mutation(name) for name in (*scope.enclosing, scope.name)):
         return False
     return not (scope.docstring and _DOCUMENTED_MUTATION.search(scope.docstring))
+
+
+def _announces_mutation(name: str) -> bool:
+    return name.endswith("_") or any(word in _MUTATING_WORDS for word in name.lower().split("_"))
 
 
 def _caller_argument(write: Write, scope: Scope) -> str | None:

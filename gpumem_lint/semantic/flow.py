@@ -47,6 +47,8 @@ _CONTAINER_METHODS = frozenset({"items", "values"})
 _CONTAINER_STORES = frozenset({"append", "extend", "insert", "add", "appendleft", "setdefault"})
 _TRAINING_CALL = re.compile(r"^(train|fit)(_|$)|_epoch$|_step$|^(step|optimize|learn|update)$", re.IGNORECASE)
 _NOT_TRAINING = frozenset({"train", "eval", "zero_grad", "lr_step"})
+#: Writes that bypass autograd on purpose, or that fail before mutating anything.
+_DELIBERATE_OR_ERROR = frozenset({AliasKind.DATA, AliasKind.DETACH, AliasKind.EXPAND, AliasKind.MULTI_VIEW})
 #: Aliases of a state_dict entry or a numpy bridge are still that: `sd[k].detach()`.
 _PASS_THROUGH = frozenset({AliasKind.VIEW, AliasKind.DETACH, AliasKind.DATA})
 _BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
@@ -58,31 +60,53 @@ class _Loop:
     continues: list[State] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Mutator:
+    """A same-module function that writes some of its tensor parameters in place."""
+
+    name: str
+    params: tuple[str, ...]
+    mutated: frozenset[str]
+
+
 @dataclass
 class ScopeFacts:
     scope: Scope
     writes: list[Write]
     reads: list[Read]
-    own_reads: set[Write]  # writes whose writer was read again afterwards
-    written_handles: set[Handle]
+    own_reads: dict[Write, cst.CSTNode]  # writes whose writer was read again afterwards, and where
+    written_handles: set[Handle]  # written through, directly or via a view made from them
     backward_after_hidden: list[tuple[Write, cst.CSTNode]]
     calls_backward: bool
 
+    def mutated_params(self) -> frozenset[str]:
+        """Tensor parameters this function writes in place, other than on purpose."""
+        return frozenset(
+            write.storage.label
+            for write in self.writes
+            if write.storage.origin == "param"
+            and self.scope.params.get(write.storage.label) is True
+            and not (write.no_grad or write.init)
+            and write.writer.kind not in _DELIBERATE_OR_ERROR
+        )
+
 
 class ScopeAnalyzer:
-    def __init__(self, scope: Scope, imports: ImportTable) -> None:
+    def __init__(self, scope: Scope, imports: ImportTable, mutators: dict[str, Mutator] | None = None) -> None:
         self.scope = scope
         self.imports = imports
+        self.mutators = mutators or {}
         self.k: Knowledge = knowledge()
         self.writes: dict[tuple[int, int], Write] = {}
         self.reads: dict[tuple[int, int, int], Read] = {}
-        self.own_reads: set[Write] = set()
+        self.own_reads: dict[Write, cst.CSTNode] = {}
         self.backward_hits: dict[tuple[int, int], tuple[Write, cst.CSTNode]] = {}
         self.module_storages: set[Storage] = set()
         self.calls_backward = False
         self._handles: dict[tuple, Handle] = {}
         self._storages: dict[tuple, Storage] = {}
         self._loops: list[_Loop] = []
+        self._born: set[Handle] = set()  # handles (re)made by the current statement
         self._no_grad = 1 if scope.no_grad else 0
 
     # ----------------------------------------------------------------- entry
@@ -104,7 +128,7 @@ class ScopeAnalyzer:
             writes=writes,
             reads=list(self.reads.values()),
             own_reads=self.own_reads,
-            written_handles={write.writer for write in writes},
+            written_handles={handle for write in writes for handle in write.writer.chain()},
             backward_after_hidden=list(self.backward_hits.values()),
             calls_backward=self.calls_backward,
         )
@@ -153,6 +177,7 @@ class ScopeAnalyzer:
         return state
 
     def _small(self, node: cst.BaseSmallStatement, state: State) -> State:
+        self._born.clear()
         if isinstance(node, cst.Assign):
             value = self._eval(node.value, state)
             for target in node.targets:
@@ -197,6 +222,7 @@ class ScopeAnalyzer:
             loop.breaks.clear()
             loop.continues.clear()
             body_state = head.copy()
+            self._born.clear()
             if isinstance(node, cst.For):
                 self._bind_iteration(node.target, iterable, node.iter, body_state)
             else:
@@ -260,10 +286,16 @@ class ScopeAnalyzer:
         if isinstance(target, cst.Attribute) and target.attr.value == "data":
             owner = self._eval(target.value, state)
             self._write(owner, target, ".data =", state, partial=False)
+            owner_place = dotted_name(target.value)
+            if owner_place is not None:  # the tensor now uses new memory
+                self._assign_place(owner_place, frozenset({self._fresh(target, owner_place, value)}), state)
             return
         place = dotted_name(target)
         if place is None:
             self._eval(target, state)
+            return
+        if value.container:
+            self._assign_place(place, frozenset(), state, held=value.handles)
             return
         handles = value.handles or frozenset({self._fresh(made_by, place, value)})
         self._assign_place(place, handles, state)
@@ -276,22 +308,54 @@ class ScopeAnalyzer:
                 item = self._eval_cached(sources[position].value, state)
                 self._bind(element.value, item, sources[position].value, state)
                 continue
-            if value.handles:
-                self._bind(element.value, value, made_by, state)
-            else:
+            if value.container or value.kinds - {AliasKind.OWN}:
+                self._bind(element.value, value.elements(), made_by, state)
+            elif value.tensor and not isinstance(made_by, cst.Call):  # a tensor unpacks into views of its rows
+                self._bind(element.value, self._alias(value, made_by, AliasKind.VIEW, partial=True), made_by, state)
+            else:  # `values, indices = x.sort()`: separate new tensors
                 handle = self._fresh((made_by, position), dotted_name(element.value) or "", value)
                 self._bind(element.value, value.with_handles({handle}), made_by, state)
+
+    def _hold(self, place: str, handles: frozenset[Handle], state: State) -> None:
+        state.held[place] = state.held.get(place, frozenset()) | handles
+        self._forget_history(handles, state)
 
     def _eval_cached(self, node: cst.BaseExpression, state: State) -> Value:
         # Tuple sources were already evaluated as part of the whole right-hand side;
         # re-evaluating reads is idempotent, so this is only for their values.
         return self._eval(node, state, record=False)
 
-    def _assign_place(self, place: str, handles: frozenset[Handle], state: State) -> None:
+    def _assign_place(
+        self, place: str, handles: frozenset[Handle], state: State, held: frozenset[Handle] = frozenset()
+    ) -> None:
         prefix = place + "."
-        for key in [key for key in state.env if key.startswith(prefix)]:
-            del state.env[key]
+        for table in (state.env, state.held):
+            for key in [key for key in table if key.startswith(prefix)]:
+                del table[key]
+        previous = state.handles_of(place)
         state.env[place] = handles
+        if held:
+            state.held[place] = held
+        else:
+            state.held.pop(place, None)
+        self._forget_history(handles | held, state)
+        self._forget_unreachable(previous - handles - held, state)
+
+    def _forget_unreachable(self, handles: frozenset[Handle], state: State) -> None:
+        """Drop what a handle no place holds any more has seen, so that a join with
+        another path (where it is still bound) does not inherit this path's writes."""
+        handles = frozenset(h for h in handles if h in state.stale or h in state.hidden)
+        if not handles:
+            return
+        for handle in handles - state.live_handles():
+            state.stale.pop(handle, None)
+            state.hidden.pop(handle, None)
+
+    def _forget_history(self, handles: frozenset[Handle], state: State) -> None:
+        """A handle made again by this statement has seen no write yet."""
+        for handle in handles & self._born:
+            state.stale.pop(handle, None)
+            state.hidden.pop(handle, None)
 
     def _bind_fresh_name(self, name: str, node: cst.CSTNode, state: State) -> None:
         self._assign_place(name, frozenset({self._fresh(node, name, EMPTY)}), state)
@@ -304,26 +368,27 @@ class ScopeAnalyzer:
         place = dotted_name(target)
         if place is not None:
             state.env.pop(place, None)
+            state.held.pop(place, None)
         else:
             self._eval(target, state)
 
     def _store_item(self, target: cst.Subscript, value: Value, state: State) -> None:
         container = self._eval(target.value, state)
         self._eval_slices(target, state)
-        if self._is_array(container):
+        if self._is_array(container) and not _keyed_by_string(target):
             partial, index = self._index_extent(target)
             self._write(container, target, "[] =", state, partial=partial, index=index)
             return
         place = dotted_name(target.value)
         if place is not None and value.handles:
-            state.env[place] = state.env.get(place, frozenset()) | value.handles
+            self._hold(place, value.handles, state)
 
     def _aug_assign(self, node: cst.AugAssign, state: State) -> None:
         value = self._eval(node.value, state)
         if isinstance(node.target, cst.Subscript):
             container = self._eval(node.target.value, state)
             self._eval_slices(node.target, state)
-            if self._is_array(container):
+            if self._is_array(container) and not _keyed_by_string(node.target):
                 partial, index = self._index_extent(node.target)
                 self._write(container, node, "[] " + _operator(node), state, partial=partial, index=index)
             return
@@ -353,14 +418,14 @@ class ScopeAnalyzer:
             handles: set[Handle] = set()
             for element in node.elements:
                 handles |= self._eval(element.value, state).handles
-            return Value(frozenset(handles))
+            return Value(frozenset(handles), container=True)
         if isinstance(node, cst.Dict):
             handles = set()
             for element in node.elements:
                 if isinstance(element, cst.DictElement):
                     self._eval(element.key, state)
                 handles |= self._eval(element.value, state).handles
-            return Value(frozenset(handles))
+            return Value(frozenset(handles), container=True)
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             return self._comprehension(node, state)
         if isinstance(node, cst.IfExp):
@@ -398,7 +463,9 @@ class ScopeAnalyzer:
         if handles is None:
             handles = frozenset({self._external(place, state)})
             state.env[place] = handles
-        return Value(handles, any(h.tensor for h in handles), any(h.ndarray for h in handles))
+        held = state.held.get(place, frozenset())
+        tensor, ndarray = any(h.tensor for h in handles), any(h.ndarray for h in handles)
+        return Value(handles | held, tensor, ndarray, container=bool(held) and not (tensor or ndarray))
 
     def _attribute(self, node: cst.Attribute, state: State, record: bool) -> Value | None:
         name = node.attr.value
@@ -414,10 +481,10 @@ class ScopeAnalyzer:
 
     def _record_reads(self, place: str, node: cst.CSTNode, state: State) -> None:
         for prefix in _prefixes(place):
-            for handle in state.env.get(prefix, ()):
+            for handle in state.handles_of(prefix):
                 for write in state.stale.get(handle, ()):
                     if handle is write.writer:
-                        self.own_reads.add(write)
+                        self.own_reads.setdefault(write, node)
                     else:
                         self.reads.setdefault((id(write), id(handle), id(node)), Read(write, handle, node, prefix))
 
@@ -427,9 +494,7 @@ class ScopeAnalyzer:
         if self._is_array(base):
             partial, index = self._index_extent(node)
             return self._alias(base, node, AliasKind.VIEW, partial=partial, index=index)
-        if base.kinds & {AliasKind.STATE_DICT, AliasKind.MULTI_VIEW}:
-            return base  # an entry of a state_dict / one of several views: same kind
-        return base
+        return base.elements()
 
     def _eval_slices(self, node: cst.Subscript, state: State) -> None:
         for element in node.slice:
@@ -455,7 +520,7 @@ class ScopeAnalyzer:
             element = self._eval(node.value, inner)
         else:
             element = self._eval(node.elt, inner)
-        return Value(element.handles)
+        return Value(element.handles, container=True)
 
     def _bind_iteration(self, target, iterable: Value, node: cst.BaseExpression, state: State) -> None:
         element = self._element(iterable, node)
@@ -472,6 +537,8 @@ class ScopeAnalyzer:
         name = _callee_name(call) if call is not None else None
         if name in ("enumerate", "zip", "reversed", "sorted", "list", "tuple") and call.args:
             return self._element(Value(iterable.handles), call.args[-1].value) if name == "enumerate" else iterable
+        if iterable.container:
+            return iterable.elements()
         if iterable.tensor and not (iterable.kinds & {AliasKind.MULTI_VIEW, AliasKind.PARAMETERS}):
             return self._alias(iterable, node, AliasKind.VIEW, partial=True, index=None)
         return iterable
@@ -497,6 +564,8 @@ class ScopeAnalyzer:
             return self._method_call(node, func.attr.value, receiver, args, state)
         if name in _IDENTITY_FUNCTIONS and args:
             return args[0]
+        if name in self.mutators:
+            self._write_mutated_arguments(self.mutators[name], node, args, state)
         if name is not None and _is_training_call(name.rsplit(".", 1)[-1]):
             self._write_modules(args, node, state)
         return Value(frozenset({self._fresh(node, "", EMPTY)}))
@@ -531,8 +600,7 @@ class ScopeAnalyzer:
         if method in _CONTAINER_STORES and not array and args:
             place = dotted_name(node.func.value)
             if place is not None:
-                stored = frozenset().union(*(arg.handles for arg in args))
-                state.env[place] = state.env.get(place, frozenset()) | stored
+                self._hold(place, frozenset().union(*(arg.handles for arg in args)), state)
             return EMPTY
         if method == "step" and any(h.role is Role.OPTIMIZER for h in receiver.handles):
             self._write_optimizer_targets(receiver, node, state)
@@ -634,6 +702,7 @@ class ScopeAnalyzer:
         partial: bool = False,
         index: str | None = None,
         init: bool = False,
+        callee: str | None = None,
     ) -> None:
         live = state.live_handles()
         for writer in target.handles:
@@ -641,7 +710,9 @@ class ScopeAnalyzer:
                 continue
             write = self.writes.get((id(node), id(writer)))
             if write is None:
-                write = Write(node, writer, op, partial or writer.partial, index or writer.index, self._no_grad > 0, init)
+                write = Write(
+                    node, writer, op, partial or writer.partial, index or writer.index, self._no_grad > 0, init, callee
+                )
                 self.writes[(id(node), id(writer))] = write
             # Rebinding `.data` swaps the storage: old aliases keep the old memory.
             for handle in live if op != ".data =" else ():
@@ -650,6 +721,16 @@ class ScopeAnalyzer:
             if write.hidden:
                 for handle in live:
                     state.hidden[handle] = state.hidden.get(handle, frozenset()) | {write}
+
+    def _write_mutated_arguments(self, mutator: Mutator, node: cst.Call, args: list[Value], state: State) -> None:
+        for position, (arg, value) in enumerate(zip(node.args, args)):
+            if arg.star:
+                return
+            name = arg.keyword.value if arg.keyword is not None else (
+                mutator.params[position] if position < len(mutator.params) else None
+            )
+            if name in mutator.mutated:
+                self._write(value, node, f"{mutator.name}()", state, callee=mutator.name)
 
     def _write_modules(self, values: list[Value], node: cst.CSTNode, state: State) -> None:
         modules = [h for value in values for h in value.handles if h.storage in self.module_storages]
@@ -695,8 +776,10 @@ class ScopeAnalyzer:
                 index=index,
                 tensor=base.tensor if tensor is None else tensor,
                 ndarray=base.ndarray if ndarray is None else ndarray,
+                base=source,
             )
             handles.add(handle)
+        self._born.update(handles)
         return Value(
             frozenset(handles),
             base.tensor if tensor is None else tensor,
@@ -720,7 +803,12 @@ class ScopeAnalyzer:
         key = ("fresh", place, id(node) if not isinstance(node, tuple) else (id(node[0]), node[1]))
         storage = self._storage(key, place, "fresh")
         is_tensor = value.tensor if tensor is None else tensor
-        return self._handle(key, storage, AliasKind.OWN, node if not isinstance(node, tuple) else node[0], tensor=is_tensor, ndarray=value.ndarray)
+        return self._born_handle(key, storage, AliasKind.OWN, node if not isinstance(node, tuple) else node[0], tensor=is_tensor, ndarray=value.ndarray)
+
+    def _born_handle(self, *args, **fields) -> Handle:
+        handle = self._handle(*args, **fields)
+        self._born.add(handle)
+        return handle
 
     def _fresh_value(self, node: cst.CSTNode, tensor: bool = False, ndarray: bool = False) -> Value:
         handle = self._fresh(node, "", EMPTY, tensor=tensor)
@@ -809,6 +897,14 @@ def _places_in(node: cst.CSTNode) -> set[str]:
 
     node.visit(_Names())
     return found
+
+
+def _keyed_by_string(node: cst.Subscript) -> bool:
+    """`batch["image"] = …` stores into a dict: tensors are never indexed by strings."""
+    return any(
+        isinstance(element.slice, cst.Index) and isinstance(element.slice.value, (cst.SimpleString, cst.FormattedString))
+        for element in node.slice
+    )
 
 
 def _yields_key_first(node: cst.BaseExpression) -> bool:

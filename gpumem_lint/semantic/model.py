@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from gpumem_lint.semantic.flow import ScopeAnalyzer, ScopeFacts
+from gpumem_lint.semantic.flow import Mutator, ScopeAnalyzer, ScopeFacts
 from gpumem_lint.semantic.imports import ImportTable
 from gpumem_lint.semantic.scopes import ScopeCollector
 
@@ -23,7 +23,28 @@ class SemanticModel:
         module.visit(collector)
         scopes = collector.finish()
         facts = [ScopeAnalyzer(scope, collector.imports).run() for scope in scopes]
+        mutators = _mutators(facts)
+        if mutators:
+            # Second pass, only where needed: a call to a function that writes its
+            # argument is a write at the call site, so the caller's later reads count.
+            facts = [
+                ScopeAnalyzer(f.scope, collector.imports, mutators).run() if f.scope.calls & mutators.keys() else f
+                for f in facts
+            ]
         return cls(module, collector.imports, facts)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
+
+
+def _mutators(facts: list[ScopeFacts]) -> dict[str, Mutator]:
+    """Module-level functions that write a tensor parameter in place."""
+    found: dict[str, Mutator] = {}
+    for fact in facts:
+        scope = fact.scope
+        if not scope.is_function or scope.is_method or scope.enclosing:
+            continue
+        mutated = fact.mutated_params()
+        if mutated:
+            found[scope.name] = Mutator(scope.name, tuple(scope.all_params), mutated)
+    return found

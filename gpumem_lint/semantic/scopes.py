@@ -29,6 +29,10 @@ class Scope:
     inplace_modules: set[str] = field(default_factory=set)  # "self.act" = nn.ReLU(inplace=True)
     tensor_places: set[str] = field(default_factory=set)  # used as receiver of a tensor-only method
     docstring: str | None = None
+    enclosing: tuple[str, ...] = ()  # names of the functions this one is nested in
+    mentions_inplace: bool = False  # an `inplace` flag decides whether it mutates
+    calls: set[str] = field(default_factory=set)  # bare names called: `helper(x)`
+    all_params: tuple[str, ...] = ()  # positional order, including self
 
     @property
     def is_function(self) -> bool:
@@ -84,6 +88,8 @@ class ScopeCollector(cst.CSTVisitor):
             owner.bases if owner else (),
             _parameters(node, is_method=owner is not None),
             docstring=node.get_docstring(),
+            enclosing=tuple(scope.name for scope in self._functions[1:]),
+            all_params=tuple(p.name.value for p in (*node.params.posonly_params, *node.params.params)),
         )
         scope.no_grad = any(_no_grad_decorator(d.decorator) for d in node.decorators)
         self.scopes.append(scope)
@@ -96,14 +102,26 @@ class ScopeCollector(cst.CSTVisitor):
         self._functions.pop()
         self._classes.pop()
 
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)  # not the keyword: `inplace=True` is not an inplace flag
+        return False
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, cst.Name):
+            self._functions[-1].calls.add(func.value)
         if isinstance(func, cst.Attribute) and func.attr.value in self._tensor_methods:
             place = dotted_name(func.value)
             if place is not None:
                 self._functions[-1].tensor_places.add(place)
 
+    def visit_Name(self, node: cst.Name) -> None:
+        if "inplace" in node.value.lower():
+            self._functions[-1].mentions_inplace = True
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
+        if "inplace" in node.attr.value.lower():
+            self._functions[-1].mentions_inplace = True
         if node.attr.value in _TENSOR_ATTRIBUTES:
             place = dotted_name(node.value)
             if place is not None:
@@ -168,11 +186,17 @@ def _parameters(node: cst.FunctionDef, is_method: bool) -> dict[str, bool | None
         annotation = dotted_name(param.annotation.annotation) if param.annotation else None
         if annotation is None and param.annotation is not None:
             annotation = cst.Module([]).code_for_node(param.annotation.annotation)
-        if annotation in _SCALAR_ANNOTATIONS or _scalar_default(param.default):
+        if annotation in _SCALAR_ANNOTATIONS or _scalar_default(param.default) or _container(annotation):
             result[name] = False
             continue
         result[name] = True if annotation is not None and annotation.endswith(_TENSOR_ANNOTATIONS) else None
     return result
+
+
+def _container(annotation: str | None) -> bool:
+    """`List[Tensor]`, `dict[str, Tensor]`, `Sequence[Tensor]`: not a tensor itself."""
+    head = (annotation or "").split("[", 1)[0].rsplit(".", 1)[-1]
+    return head.lower() in ("list", "tuple", "dict", "sequence", "iterable", "mapping", "set")
 
 
 def _scalar_default(default: cst.BaseExpression | None) -> bool:

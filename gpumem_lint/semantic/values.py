@@ -70,6 +70,14 @@ class Handle:
     ndarray: bool = False
     role: Role | None = None
     targets: frozenset[Storage] = frozenset()  # for an optimizer: what step() writes
+    base: Handle | None = None  # the handle this alias was made from
+
+    def chain(self) -> Iterator[Handle]:
+        """This handle and those it was derived from: `x.view(-1)` -> `x`."""
+        handle: Handle | None = self
+        while handle is not None:
+            yield handle
+            handle = handle.base
 
 
 @dataclass(eq=False)
@@ -81,6 +89,7 @@ class Write:
     index: str | None = None
     no_grad: bool = False
     init: bool = False  # nn.init.*: initialisation, written on purpose
+    callee: str | None = None  # made by calling a same-module function that mutates this argument
 
     @property
     def storage(self) -> Storage:
@@ -107,9 +116,16 @@ class Value:
     handles: frozenset[Handle] = frozenset()
     tensor: bool = False
     ndarray: bool = False
+    container: bool = False  # a list/dict/tuple holding these handles, not one of them
 
     def with_handles(self, handles) -> Value:
-        return Value(frozenset(handles), self.tensor, self.ndarray)
+        return Value(frozenset(handles), self.tensor, self.ndarray, self.container)
+
+    def elements(self) -> Value:
+        """What indexing or iterating a container yields."""
+        if not self.container:
+            return self
+        return Value(self.handles, any(h.tensor for h in self.handles), any(h.ndarray for h in self.handles))
 
     @property
     def kinds(self) -> frozenset[AliasKind]:
@@ -124,30 +140,42 @@ class State:
     """What is known at one program point; joined at merges, iterated around loops."""
 
     env: dict[str, frozenset[Handle]] = field(default_factory=dict)
+    held: dict[str, frozenset[Handle]] = field(default_factory=dict)  # what containers hold
     stale: dict[Handle, frozenset[Write]] = field(default_factory=dict)
     hidden: dict[Handle, frozenset[Write]] = field(default_factory=dict)
     reachable: bool = True
 
     def copy(self) -> State:
-        return State(dict(self.env), dict(self.stale), dict(self.hidden), self.reachable)
+        return State(dict(self.env), dict(self.held), dict(self.stale), dict(self.hidden), self.reachable)
 
     def join(self, other: State) -> State:
         if not other.reachable:
             return self.copy()
         if not self.reachable:
             return other.copy()
-        return State(_union(self.env, other.env), _union(self.stale, other.stale), _union(self.hidden, other.hidden))
+        return State(
+            _union(self.env, other.env),
+            _union(self.held, other.held),
+            _union(self.stale, other.stale),
+            _union(self.hidden, other.hidden),
+        )
 
     def same_as(self, other: State) -> bool:
-        return (self.reachable, self.env, self.stale, self.hidden) == (
+        return (self.reachable, self.env, self.held, self.stale, self.hidden) == (
             other.reachable,
             other.env,
+            other.held,
             other.stale,
             other.hidden,
         )
 
+    def handles_of(self, place: str) -> frozenset[Handle]:
+        return self.env.get(place, frozenset()) | self.held.get(place, frozenset())
+
     def live_handles(self) -> set[Handle]:
-        return {handle for handles in self.env.values() for handle in handles}
+        live = {handle for handles in self.env.values() for handle in handles}
+        live.update(handle for handles in self.held.values() for handle in handles)
+        return live
 
 
 UNREACHABLE = State(reachable=False)
