@@ -47,8 +47,8 @@ class _Walker:
         self.root = settings.project_root
         self.exclude = GitIgnoreSpec.from_lines(settings.exclude)
 
-    def excluded(self, path: Path, is_dir: bool) -> bool:
-        relative = project_relative(path, self.root)
+    def excluded(self, path: Path, is_dir: bool, base: Path | None = None) -> bool:
+        relative = project_relative(path, base or self.root)
         return self.exclude.match_file(relative + "/" if is_dir else relative)
 
     def excluded_with_ancestors(self, path: Path) -> bool:
@@ -58,7 +58,12 @@ class _Walker:
         return any(self.excluded(parent, True) for parent in path.parents if parent.is_relative_to(self.root))
 
     def walk(self, directory: Path) -> Iterator[Path]:
-        yield from self._walk(directory, self._inherited_gitignores(directory))
+        if self.excluded_with_ancestors(directory):
+            # Named explicitly inside an excluded tree (`gpumem-lint .venv/.../torch`): lint it,
+            # judging excludes from the named directory down, as ruff does.
+            yield from self._walk(directory, [], base=directory)
+        else:
+            yield from self._walk(directory, self._inherited_gitignores(directory))
 
     def _inherited_gitignores(self, directory: Path) -> list[tuple[Path, GitIgnoreSpec]]:
         """The .gitignore files between the project root and `directory` (exclusive) also apply."""
@@ -67,7 +72,9 @@ class _Walker:
         ancestors = [parent for parent in directory.parents if parent.is_relative_to(self.root)]
         return [spec for parent in reversed(ancestors) if (spec := _read_gitignore(parent))]
 
-    def _walk(self, directory: Path, gitignores: list[tuple[Path, GitIgnoreSpec]]) -> Iterator[Path]:
+    def _walk(
+        self, directory: Path, gitignores: list[tuple[Path, GitIgnoreSpec]], base: Path | None = None
+    ) -> Iterator[Path]:
         own = _read_gitignore(directory)
         if own:
             gitignores = [*gitignores, own]
@@ -82,10 +89,10 @@ class _Walker:
                 is_file = not is_dir and entry.is_file()  # follows a link; False if it dangles
             except OSError:
                 continue  # a link loop, or the entry vanished
-            if not (is_dir or is_file) or self.excluded(path, is_dir) or _gitignored(path, is_dir, gitignores):
+            if not (is_dir or is_file) or self.excluded(path, is_dir, base) or _gitignored(path, is_dir, gitignores):
                 continue
             if is_dir:
-                yield from self._walk(path, gitignores)
+                yield from self._walk(path, gitignores, base)
             elif path.suffix in PYTHON_SUFFIXES:
                 yield path
 

@@ -107,3 +107,8 @@ def test_directory_named_like_a_python_file_is_a_directory(tmp_path):
     touch(tmp_path, "x.py/inner.py", "x.py/data.txt")
     assert discovered(tmp_path, ".") == ["x.py/inner.py"]
     assert discovered(tmp_path, "x.py") == ["x.py/inner.py"]
+
+
+def test_directory_named_inside_an_excluded_tree_is_linted(tmp_path):
+    touch(tmp_path, ".venv/lib/torch/ops.py", ".venv/lib/torch/__pycache__/cached.py")
+    assert discovered(tmp_path, ".venv/lib/torch") == [".venv/lib/torch/ops.py"]

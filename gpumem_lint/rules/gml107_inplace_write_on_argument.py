@@ -225,4 +225,6 @@ def _caller_argument(write: Write, scope: Scope) -> str | None:
     name = storage.label
     if _OUTPUT_PARAMETER.search(name) or scope.params.get(name) is not True:
         return None
+    if name == scope.assumed_tensor and write.op.startswith("[]"):
+        return None  # `inputs[i] = …` may as well store into a list: no evidence it is a tensor
     return name

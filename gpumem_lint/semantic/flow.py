@@ -431,15 +431,20 @@ class ScopeAnalyzer:
         if isinstance(node, cst.IfExp):
             self._eval(node.test, state)
             body, orelse = self._eval(node.body, state), self._eval(node.orelse, state)
-            return Value(body.handles | orelse.handles, body.tensor or orelse.tensor, body.ndarray or orelse.ndarray)
+            return Value(
+                body.handles | orelse.handles,
+                body.tensor or orelse.tensor,
+                body.ndarray or orelse.ndarray,
+                body.container or orelse.container,
+            )
         if isinstance(node, cst.NamedExpr):
             value = self._eval(node.value, state)
             self._bind(node.target, value, node.value, state)
             return value
-        if isinstance(node, (cst.Await, cst.Yield, cst.StarredElement)):
-            inner = node.value if not isinstance(node, cst.Yield) else node.value
-            if isinstance(inner, cst.From):
-                inner = inner.item
+        if isinstance(node, cst.Await):
+            return self._eval(node.expression, state)
+        if isinstance(node, (cst.Yield, cst.StarredElement)):
+            inner = node.value.item if isinstance(node.value, cst.From) else node.value
             return self._eval(inner, state) if isinstance(inner, cst.BaseExpression) else EMPTY
         if isinstance(node, (cst.FormattedString, cst.ConcatenatedString)):
             for child in _formatted_expressions(node):
@@ -794,7 +799,8 @@ class ScopeAnalyzer:
             if owner is None:
                 owner = frozenset({self._external(head, state)})
                 state.env[head] = owner
-            parent = next(iter(owner)).storage
+            # A container's attributes are not its elements' memory: no parent then.
+            parent = next(iter(owner)).storage if owner else None
         storage = self._storage(("external", place, id(parent)), place, "external", parent)
         tensor = place in self.scope.tensor_places
         return self._handle(("external", place, id(parent)), storage, AliasKind.OWN, None, tensor=tensor)

@@ -42,8 +42,8 @@ def _mutators(facts: list[ScopeFacts]) -> dict[str, Mutator]:
     found: dict[str, Mutator] = {}
     for fact in facts:
         scope = fact.scope
-        if not scope.is_function or scope.is_method or scope.enclosing:
-            continue
+        if not scope.is_function or scope.is_method or scope.enclosing or scope.mentions_inplace:
+            continue  # an `inplace` flag makes the mutation the caller's choice
         mutated = fact.mutated_params()
         if mutated:
             found[scope.name] = Mutator(scope.name, tuple(scope.all_params), mutated)

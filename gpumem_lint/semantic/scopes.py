@@ -32,6 +32,7 @@ class Scope:
     enclosing: tuple[str, ...] = ()  # names of the functions this one is nested in
     mentions_inplace: bool = False  # an `inplace` flag decides whether it mutates
     calls: set[str] = field(default_factory=set)  # bare names called: `helper(x)`
+    assumed_tensor: str | None = None  # forward's input, taken for a tensor without evidence
     all_params: tuple[str, ...] = ()  # positional order, including self
 
     @property
@@ -157,6 +158,7 @@ class ScopeCollector(cst.CSTVisitor):
             # The input of a module's forward is a tensor unless annotated otherwise.
             if scope.name == "forward" and scope.is_method and first is not None and scope.params[first] is None:
                 scope.params[first] = True
+                scope.assumed_tensor = first
         return self.scopes
 
 
