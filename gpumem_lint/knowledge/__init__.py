@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib.resources import files
 
 if sys.version_info >= (3, 11):
@@ -24,7 +24,7 @@ _BUILTIN_METHOD_NAMES = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Knowledge:
     torch_version: str
     inplace_methods: frozenset[str]
@@ -54,18 +54,25 @@ class Knowledge:
     functional_inplace_underscore: frozenset[str]
     module_inplace_kwarg: frozenset[str]
     init_functions: frozenset[str]
+    wrapper_functions: frozenset[str]
+    evidence_methods: frozenset[str]
+    foreach_prefix: str
+    undeclared_mutators: dict[str, tuple[int, ...]]
 
-    @property
+    @cached_property
     def tensor_only_methods(self) -> frozenset[str]:
         """Methods whose call is evidence that the receiver is a tensor (or ndarray)."""
-        names = self.inplace_methods | self.view_methods | self.multi_view_methods | self.detach_methods
+        names = (
+            self.inplace_methods | self.view_methods | self.multi_view_methods | self.detach_methods
+            | self.evidence_methods | self.out_functions  # `x.mean()`, `x.sigmoid()`: aten ops as methods
+        )
         return frozenset(names - _BUILTIN_METHOD_NAMES)
 
-    @property
+    @cached_property
     def data_write_methods(self) -> frozenset[str]:
         return self.inplace_methods - self.not_data_writes
 
-    @property
+    @cached_property
     def tensor_functions(self) -> frozenset[str]:
         """`torch.<name>` functions known to return tensors."""
         return (
@@ -115,4 +122,8 @@ def knowledge() -> Knowledge:
         functional_inplace_underscore=_set(ops["functional_inplace_underscore"]),
         module_inplace_kwarg=_set(ops["module_inplace_kwarg"]),
         init_functions=_set(ops["init_functions"]),
+        wrapper_functions=_set(hand["wrappers"]["functions"]),
+        evidence_methods=_set(hand["evidence"]["methods"]),
+        foreach_prefix=hand["foreach"]["prefix"],
+        undeclared_mutators={name: tuple(positions) for name, positions in hand["undeclared_mutators"].items()},
     )

@@ -13,6 +13,7 @@ _PHRASES = {
     AliasKind.STATE_DICT: "a `state_dict()` alias",
     AliasKind.EXPAND: "an expanded view",
     AliasKind.MULTI_VIEW: "one of several views",
+    AliasKind.WRAPPER: "an `nn.Parameter` wrapper",
 }
 
 

@@ -114,7 +114,9 @@ def finetune(model, batches):
         for facts in ctx.semantic.facts:
             by_snapshot: dict[int, list[Read]] = {}
             for read in facts.reads:
-                if read.reader.kind is AliasKind.STATE_DICT and read.reader.node is not None:
+                reader = read.reader
+                # A state_dict written through (loading into it) is a handle on the module, not a snapshot.
+                if reader.kind is AliasKind.STATE_DICT and reader.node is not None and reader not in facts.written_handles:
                     by_snapshot.setdefault(id(read.reader.node), []).append(read)
             for reads in by_snapshot.values():
                 read = first_read(ctx, reads)

@@ -8,7 +8,6 @@ from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._alias_text import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.scopes import Scope
-from gpumem_lint.semantic.values import AliasKind, Write
 
 # Words in a function's name (or an enclosing function's) that announce mutation as its job.
 _MUTATING_WORDS = frozenset(
@@ -17,9 +16,6 @@ _MUTATING_WORDS = frozenset(
 )
 _OUTPUT_PARAMETER = re.compile(r"^(out|output|dst|dest|buf|buffer|acc|accumulator|result)$|_(out|buf|buffer)$")
 _DOCUMENTED_MUTATION = re.compile(r"in[- ]?place", re.IGNORECASE)
-# Writes the author asked for explicitly by bypassing autograd, and writes that
-# GML104/GML105 already report as errors.
-_NOT_REPORTED = frozenset({AliasKind.DATA, AliasKind.DETACH, AliasKind.EXPAND, AliasKind.MULTI_VIEW})
 
 
 class InplaceWriteOnArgument(Rule):
@@ -169,9 +165,9 @@ class PreAct(nn.Module):
             scope = facts.scope
             if not _checked(scope):
                 continue
-            for write in facts.writes:
-                name = _caller_argument(write, scope)
-                if name is None:
+            for write in facts.argument_writes():
+                name = write.storage.label
+                if _OUTPUT_PARAMETER.search(name):
                     continue
                 if scope.name == "forward" and scope.is_method:
                     yield Report(
@@ -217,14 +213,3 @@ def _checked(scope: Scope) -> bool:
 def _announces_mutation(name: str) -> bool:
     return name.endswith("_") or any(word in _MUTATING_WORDS for word in name.lower().split("_"))
 
-
-def _caller_argument(write: Write, scope: Scope) -> str | None:
-    storage = write.storage
-    if storage.origin != "param" or write.no_grad or write.init or write.writer.kind in _NOT_REPORTED:
-        return None
-    name = storage.label
-    if _OUTPUT_PARAMETER.search(name) or scope.params.get(name) is not True:
-        return None
-    if name == scope.assumed_tensor and write.op.startswith("[]"):
-        return None  # `inputs[i] = …` may as well store into a list: no evidence it is a tensor
-    return name

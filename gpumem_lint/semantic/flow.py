@@ -51,6 +51,14 @@ _NOT_TRAINING = frozenset({"train", "eval", "zero_grad", "lr_step"})
 _DELIBERATE_OR_ERROR = frozenset({AliasKind.DATA, AliasKind.DETACH, AliasKind.EXPAND, AliasKind.MULTI_VIEW})
 #: Aliases of a state_dict entry or a numpy bridge are still that: `sd[k].detach()`.
 _PASS_THROUGH = frozenset({AliasKind.VIEW, AliasKind.DETACH, AliasKind.DATA})
+_OPTIMIZER_NAME = re.compile(r"(^|[._])(opt|optim|optimizer|optimiser)\w*$", re.IGNORECASE)
+#: Methods of modules and tensors that do not run a forward pass.
+_NOT_MODULE_CALLS = frozenset(
+    {"parameters", "named_parameters", "buffers", "named_buffers", "state_dict", "load_state_dict", "eval", "train",
+     "to", "cuda", "cpu", "zero_grad", "apply", "modules", "children", "named_modules", "named_children", "half",
+     "float", "double", "requires_grad_", "register_buffer", "register_parameter", "add_module", "step", "items",
+     "values", "keys", "append", "extend", "update", "copy_", "detach", "clone", "numpy", "item"}
+)
 _BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
 
 
@@ -79,16 +87,23 @@ class ScopeFacts:
     backward_after_hidden: list[tuple[Write, cst.CSTNode]]
     calls_backward: bool
 
+    def argument_writes(self) -> list[Write]:
+        """In-place writes to tensors the caller passed in, other than on purpose."""
+        found = []
+        for write in self.writes:
+            name = write.storage.label
+            if write.storage.origin != "param" or write.no_grad or write.init or write.module:
+                continue
+            if write.writer.kind in _DELIBERATE_OR_ERROR:
+                continue
+            # `+=` and `[i] =` also work on ints and lists: they need evidence of a tensor.
+            evidence = self.scope.params.get(name) is True and name != self.scope.assumed_tensor
+            if write.certain or evidence:
+                found.append(write)
+        return found
+
     def mutated_params(self) -> frozenset[str]:
-        """Tensor parameters this function writes in place, other than on purpose."""
-        return frozenset(
-            write.storage.label
-            for write in self.writes
-            if write.storage.origin == "param"
-            and self.scope.params.get(write.storage.label) is True
-            and not (write.no_grad or write.init)
-            and write.writer.kind not in _DELIBERATE_OR_ERROR
-        )
+        return frozenset(write.storage.label for write in self.argument_writes())
 
 
 class ScopeAnalyzer:
@@ -103,6 +118,7 @@ class ScopeAnalyzer:
         self.backward_hits: dict[tuple[int, int], tuple[Write, cst.CSTNode]] = {}
         self.module_storages: set[Storage] = set()
         self.calls_backward = False
+        self.graph_storages: set[Storage] = set()  # used to compute something autograd records
         self._handles: dict[tuple, Handle] = {}
         self._storages: dict[tuple, Storage] = {}
         self._loops: list[_Loop] = []
@@ -129,7 +145,11 @@ class ScopeAnalyzer:
             reads=list(self.reads.values()),
             own_reads=self.own_reads,
             written_handles={handle for write in writes for handle in write.writer.chain()},
-            backward_after_hidden=list(self.backward_hits.values()),
+            backward_after_hidden=[
+                (write, node)
+                for write, node in self.backward_hits.values()
+                if any(write.storage.related(storage) for storage in self.graph_storages)
+            ],
             calls_backward=self.calls_backward,
         )
 
@@ -317,8 +337,11 @@ class ScopeAnalyzer:
                 self._bind(element.value, value.with_handles({handle}), made_by, state)
 
     def _hold(self, place: str, handles: frozenset[Handle], state: State) -> None:
-        state.held[place] = state.held.get(place, frozenset()) | handles
-        self._forget_history(handles, state)
+        already = state.held.get(place, frozenset())
+        state.held[place] = already | handles
+        # A handle made again in a loop and stored again: the container still holds the
+        # earlier instances, which keep what they have seen.
+        self._forget_history(handles - already, state)
 
     def _eval_cached(self, node: cst.BaseExpression, state: State) -> Value:
         # Tuple sources were already evaluated as part of the whole right-hand side;
@@ -377,7 +400,7 @@ class ScopeAnalyzer:
         self._eval_slices(target, state)
         if self._is_array(container) and not _keyed_by_string(target):
             partial, index = self._index_extent(target)
-            self._write(container, target, "[] =", state, partial=partial, index=index)
+            self._write(container, target, "[] =", state, partial=partial, index=index, certain=False)
             return
         place = dotted_name(target.value)
         if place is not None and value.handles:
@@ -390,11 +413,11 @@ class ScopeAnalyzer:
             self._eval_slices(node.target, state)
             if self._is_array(container) and not _keyed_by_string(node.target):
                 partial, index = self._index_extent(node.target)
-                self._write(container, node, "[] " + _operator(node), state, partial=partial, index=index)
+                self._write(container, node, "[] " + _operator(node), state, partial=partial, index=index, certain=False)
             return
         target = self._eval(node.target, state)
         if self._is_array(target):
-            self._write(target, node, _operator(node), state)
+            self._write(target, node, _operator(node), state, certain=False)
             return
         place = dotted_name(node.target)
         if place is not None:
@@ -412,7 +435,9 @@ class ScopeAnalyzer:
         if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation)):
             tensor = False
             for child in _operands(node):
-                tensor |= self._eval(child, state).tensor
+                operand = self._eval(child, state)
+                tensor |= operand.tensor
+                self._in_graph(operand)
             return Value(frozenset({self._fresh(node, "", EMPTY, tensor=tensor)}), tensor=tensor)
         if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
             handles: set[Handle] = set()
@@ -486,30 +511,38 @@ class ScopeAnalyzer:
 
     def _record_reads(self, place: str, node: cst.CSTNode, state: State) -> None:
         for prefix in _prefixes(place):
-            for handle in state.handles_of(prefix):
+            handles = state.handles_of(prefix)
+            for handle in handles:
                 for write in state.stale.get(handle, ()):
-                    if handle is write.writer:
+                    # Paths joined: `x` may hold the writer itself, so this is x reading x.
+                    if handle is write.writer or write.writer in handles:
                         self.own_reads.setdefault(write, node)
                     else:
                         self.reads.setdefault((id(write), id(handle), id(node)), Read(write, handle, node, prefix))
 
     def _subscript(self, node: cst.Subscript, state: State) -> Value:
         base = self._eval(node.value, state)
-        self._eval_slices(node, state)
+        advanced = self._eval_slices(node, state)
         if self._is_array(base):
+            if advanced:  # `x[mask]`, `x[idx_tensor]`, `x[[0, 2]]`: a copy
+                return self._fresh_value(node, tensor=base.tensor, ndarray=base.ndarray)
             partial, index = self._index_extent(node)
             return self._alias(base, node, AliasKind.VIEW, partial=partial, index=index)
         return base.elements()
 
-    def _eval_slices(self, node: cst.Subscript, state: State) -> None:
+    def _eval_slices(self, node: cst.Subscript, state: State) -> bool:
+        """Evaluate the index; True when it is advanced indexing (a tensor, array or list)."""
+        advanced = False
         for element in node.slice:
             index = element.slice
             if isinstance(index, cst.Index):
-                self._eval(index.value, state)
+                value = self._eval(index.value, state)
+                advanced |= value.tensor or value.ndarray or isinstance(index.value, (cst.List, cst.ListComp))
             elif isinstance(index, cst.Slice):
                 for part in (index.lower, index.upper, index.step):
                     if part is not None:
                         self._eval(part, state)
+        return advanced
 
     def _comprehension(self, node, state: State) -> Value:
         inner = state.copy()
@@ -554,11 +587,17 @@ class ScopeAnalyzer:
         func = node.func
         receiver: Value | None = None
         if isinstance(func, cst.Attribute):
-            receiver = self._eval(func.value, state)
+            # Appending to a list does not read what it already holds.
+            receiver = self._eval(func.value, state, record=func.attr.value not in _CONTAINER_STORES)
         else:
             self._eval(func, state)
         args = [self._eval(arg.value, state) for arg in node.args]
         name = dotted_name(func)
+        if name is not None and not (
+            isinstance(func, cst.Attribute)
+            and (func.attr.value in _NOT_MODULE_CALLS or func.attr.value in self.k.tensor_only_methods)
+        ):
+            self._in_graph(self._eval(func, state, record=False))  # `model(x)`, `self.encoder(x)`
         if name is not None and args and any(h.role is Role.INPLACE_MODULE for h in state.env.get(name, ())):
             self._write(args[0], node, "inplace module", state)
             return args[0]
@@ -594,7 +633,9 @@ class ScopeAnalyzer:
             return self._alias(receiver, node, AliasKind.PARAMETERS, tensor=True)
         if method in k.load_methods:
             self.module_storages.update(h.storage for h in receiver.handles)
-            self._write(receiver, node, method + "()", state)
+            own = {h.storage for h in receiver.handles}
+            if not any(h.kind is AliasKind.STATE_DICT and h.storage in own for a in args for h in a.handles):
+                self._write(receiver, node, method + "()", state, module=True)  # loading its own state changes nothing
             return EMPTY
         if method in k.tensor_to_numpy_methods:
             return self._alias(receiver, node, AliasKind.NUMPY, tensor=False, ndarray=True)
@@ -610,21 +651,32 @@ class ScopeAnalyzer:
         if method == "step" and any(h.role is Role.OPTIMIZER for h in receiver.handles):
             self._write_optimizer_targets(receiver, node, state)
             return EMPTY
+        if method == "step" and _OPTIMIZER_NAME.search(dotted_name(node.func.value) or ""):
+            # An optimizer we did not see built: it may update any module of this scope.
+            self._write_storages(self.module_storages, node, "step()", state)
+            return EMPTY
         if _is_training_call(method) and method != "step":
-            self._write_modules([receiver, *args], node, state)
+            # `trainer.fit(model)` trains its argument; `ema.update(model)` only reads it.
+            targets = [receiver, *args] if method.startswith(("train", "fit")) else [receiver]
+            self._write_modules(targets, node, state)
             return EMPTY
         if method in k.multi_view_methods and (array or method in k.tensor_only_methods or _split_like_tensor(node)):
             return self._alias(receiver, node, AliasKind.MULTI_VIEW, tensor=True)
         if array or method in k.tensor_only_methods:
-            if method in k.expand_methods:
+            if method in k.expand_methods and (node.args or array):
                 return self._alias(receiver, node, AliasKind.EXPAND, tensor=True)
             if method in k.view_methods:
                 return self._alias(receiver, node, AliasKind.VIEW, partial=method in _PARTIAL_VIEWS, tensor=True)
-        tensor = array or method in k.tensor_only_methods or method in k.may_alias_methods
+        tensor = method in k.tensor_only_methods or method in k.may_alias_methods or (
+            array and method in k.tensor_functions
+        )
         return Value(frozenset({self._fresh(node, "", EMPTY, tensor=tensor)}), tensor=tensor)
 
     def _library_call(self, node: cst.Call, qualified: str, args: list[Value], state: State) -> Value:
         k = self.k
+        if qualified.startswith("torch."):
+            for value in args:
+                self._in_graph(value)
         first = args[0] if args else EMPTY
         keyword = {arg.keyword.value: value for arg, value in zip(node.args, args) if arg.keyword is not None}
         positional = [value for arg, value in zip(node.args, args) if arg.keyword is None]
@@ -641,6 +693,13 @@ class ScopeAnalyzer:
             if first.tensor and "dtype" not in keyword:
                 return self._alias(first, node, AliasKind.NUMPY, tensor=False, ndarray=True)
             return self._fresh_value(node, ndarray=True)
+        if qualified in k.wrapper_functions and positional:
+            return self._alias(first, node, AliasKind.WRAPPER, tensor=True)
+        if qualified in k.undeclared_mutators and _is_true(_keyword(node, "training")):
+            for position in k.undeclared_mutators[qualified]:
+                if position < len(positional):
+                    self._write(positional[position], node, qualified.rsplit(".", 1)[1], state)
+            return self._fresh_value(node, tensor=True)
         if qualified == "numpy.copyto" and positional:
             self._write(first, node, "numpy.copyto", state)
             return EMPTY
@@ -681,6 +740,9 @@ class ScopeAnalyzer:
         name = qualified[len("torch.") :] if qualified.count(".") == 1 else None
         if name is None:
             return self._fresh_value(node)
+        if name.startswith(k.foreach_prefix) and name.endswith("_"):
+            self._write(first, node, qualified, state)
+            return EMPTY
         if "out" in keyword and name in k.out_functions:
             self._write(keyword["out"], node, "out=", state)
             return keyword["out"]
@@ -708,19 +770,33 @@ class ScopeAnalyzer:
         index: str | None = None,
         init: bool = False,
         callee: str | None = None,
+        certain: bool = True,
+        module: bool = False,
     ) -> None:
         live = state.live_handles()
+        fresh = {h.storage for h in self._born if h.kind is AliasKind.OWN and h.storage.origin == "fresh"}
         for writer in target.handles:
             if writer.role is not None:
                 continue
             write = self.writes.get((id(node), id(writer)))
             if write is None:
                 write = Write(
-                    node, writer, op, partial or writer.partial, index or writer.index, self._no_grad > 0, init, callee
+                    node,
+                    writer,
+                    op,
+                    partial or writer.partial,
+                    index or writer.index,
+                    self._no_grad > 0,
+                    init,
+                    callee,
+                    certain,
+                    module,
                 )
                 self.writes[(id(node), id(writer))] = write
-            # Rebinding `.data` swaps the storage: old aliases keep the old memory.
-            for handle in live if op != ".data =" else ():
+            # Rebinding `.data` swaps the storage: old aliases keep the old memory. Memory
+            # allocated by this very statement (`p.new(n).zero_()`) has no older aliases.
+            seen_by = () if op == ".data =" or writer.storage in fresh else live
+            for handle in seen_by:
                 if handle.storage.related(writer.storage):
                     state.stale[handle] = state.stale.get(handle, frozenset()) | {write}
             if write.hidden:
@@ -740,14 +816,15 @@ class ScopeAnalyzer:
     def _write_modules(self, values: list[Value], node: cst.CSTNode, state: State) -> None:
         modules = [h for value in values for h in value.handles if h.storage in self.module_storages]
         if modules:
-            self._write(Value(frozenset(modules)), node, "training call", state)
+            self._write(Value(frozenset(modules)), node, "training call", state, module=True)
 
     def _write_optimizer_targets(self, optimizer: Value, node: cst.CSTNode, state: State) -> None:
         targets = {storage for h in optimizer.handles for storage in h.targets}
-        writers = {
-            self._handle(("step", id(node), id(storage)), storage, AliasKind.OWN, node) for storage in targets
-        }
-        self._write(Value(frozenset(writers)), node, "step()", state)
+        self._write_storages(targets, node, "step()", state)
+
+    def _write_storages(self, storages, node: cst.CSTNode, op: str, state: State) -> None:
+        writers = {self._handle(("step", id(node), id(storage)), storage, AliasKind.OWN, node) for storage in storages}
+        self._write(Value(frozenset(writers)), node, op, state, module=True)
 
     # -------------------------------------------------------------- helpers
 
@@ -833,6 +910,10 @@ class ScopeAnalyzer:
             handle = self._handles[key] = Handle(storage, kind, node, **fields)
         return handle
 
+    def _in_graph(self, value: Value) -> None:
+        if not self._no_grad:
+            self.graph_storages.update(handle.storage for handle in value.handles)
+
     def _is_array(self, value: Value) -> bool:
         return value.tensor or value.ndarray
 
@@ -891,6 +972,14 @@ def _places_in(node: cst.CSTNode) -> set[str]:
     found: set[str] = set()
 
     class _Names(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> bool:
+            # `scaler.scale(loss)`: the loss, not the scaler.
+            if isinstance(call.func, cst.Attribute) and not isinstance(call.func.value, (cst.Name, cst.Attribute)):
+                call.func.value.visit(self)
+            for arg in call.args:
+                arg.value.visit(self)
+            return False
+
         def visit_Attribute(self, attribute: cst.Attribute) -> bool:
             place = dotted_name(attribute)
             if place is not None:

@@ -27,10 +27,11 @@ class AliasKind(str, Enum):
     EXPAND = "expand"  # expand / broadcast_to: several elements share one location
     MULTI_VIEW = "multi_view"  # outputs of unbind / split / chunk
     PARAMETERS = "parameters"  # a module's own tensors, from .parameters()
+    WRAPPER = "wrapper"  # nn.Parameter(x): a new tensor object on x's memory
 
 
 #: Kinds a user commonly mistakes for a copy.
-SNAPSHOT_KINDS = frozenset({AliasKind.VIEW, AliasKind.DETACH, AliasKind.DATA})
+SNAPSHOT_KINDS = frozenset({AliasKind.VIEW, AliasKind.DETACH, AliasKind.DATA, AliasKind.WRAPPER})
 
 
 class Role(str, Enum):
@@ -90,6 +91,8 @@ class Write:
     no_grad: bool = False
     init: bool = False  # nn.init.*: initialisation, written on purpose
     callee: str | None = None  # made by calling a same-module function that mutates this argument
+    certain: bool = True  # the op exists only on tensors (not `+=`/`[] =`, which lists and ints have too)
+    module: bool = False  # updates a module's parameters as a whole: optimizer step, training call, load
 
     @property
     def storage(self) -> Storage:
