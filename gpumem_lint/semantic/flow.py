@@ -44,6 +44,7 @@ _DETACHED_ATTRIBUTES = frozenset({"grad", "shape", "device", "dtype"})
 #: Shallow containers: they hold the same tensors, not copies.
 _IDENTITY_FUNCTIONS = frozenset({"dict", "list", "tuple", "copy.copy", "collections.OrderedDict", "OrderedDict"})
 _CONTAINER_METHODS = frozenset({"items", "values"})
+_ITERATORS = frozenset({"zip", "enumerate", "reversed", "sorted", "iter", "filter"})
 _CONTAINER_STORES = frozenset({"append", "extend", "insert", "add", "appendleft", "setdefault"})
 _TRAINING_CALL = re.compile(r"^(train|fit)(_|$)|_epoch$|_step$|^(step|optimize|learn|update)$", re.IGNORECASE)
 _NOT_TRAINING = frozenset({"train", "eval", "zero_grad", "lr_step"})
@@ -123,6 +124,7 @@ class ScopeAnalyzer:
         self._storages: dict[tuple, Storage] = {}
         self._loops: list[_Loop] = []
         self._born: set[Handle] = set()  # handles (re)made by the current statement
+        self._zip_parts: dict[int, list[Value]] = {}
         self._no_grad = 1 if scope.no_grad else 0
 
     # ----------------------------------------------------------------- entry
@@ -562,6 +564,11 @@ class ScopeAnalyzer:
 
     def _bind_iteration(self, target, iterable: Value, node: cst.BaseExpression, state: State) -> None:
         element = self._element(iterable, node)
+        parts = self._zip_parts.get(id(node))
+        if isinstance(target, (cst.Tuple, cst.List)) and parts and len(parts) == len(target.elements):
+            for part_target, part in zip(target.elements, parts):
+                self._bind(part_target.value, part, node, state)
+            return
         if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2 and _yields_key_first(node):
             key, value = target.elements
             self._bind(key.value, EMPTY, node, state)
@@ -571,10 +578,6 @@ class ScopeAnalyzer:
 
     def _element(self, iterable: Value, node: cst.BaseExpression) -> Value:
         """What one iteration over `iterable` yields."""
-        call = node if isinstance(node, cst.Call) else None
-        name = _callee_name(call) if call is not None else None
-        if name in ("enumerate", "zip", "reversed", "sorted", "list", "tuple") and call.args:
-            return self._element(Value(iterable.handles), call.args[-1].value) if name == "enumerate" else iterable
         if iterable.container:
             return iterable.elements()
         if iterable.tensor and not (iterable.kinds & {AliasKind.MULTI_VIEW, AliasKind.PARAMETERS}):
@@ -608,6 +611,11 @@ class ScopeAnalyzer:
             return self._method_call(node, func.attr.value, receiver, args, state)
         if name in _IDENTITY_FUNCTIONS and args:
             return args[0]
+        if name in _ITERATORS:  # zip(a, b), enumerate(xs): a container of their elements
+            parts = [self._element(value, arg.value) for arg, value in zip(node.args, args)]
+            if name == "zip":
+                self._zip_parts[id(node)] = parts  # `for a, b in zip(xs, ys)` binds them apart
+            return Value(frozenset().union(*(part.handles for part in parts)), container=True)
         if name in self.mutators:
             self._write_mutated_arguments(self.mutators[name], node, args, state)
         if name is not None and _is_training_call(name.rsplit(".", 1)[-1]):
