@@ -21,7 +21,7 @@ from gpumem_lint import __version__
 from gpumem_lint.config import CliOverrides, ConfigError, load_settings
 from gpumem_lint.diagnostics import Diagnostic
 from gpumem_lint.discovery import SourceFile, discover_files
-from gpumem_lint.engine import lint_path
+from gpumem_lint.runner import lint_jobs
 from gpumem_lint.output import OutputFormat, write_report
 from gpumem_lint.rules import ALL_RULES, RULES_BY_CODE
 from gpumem_lint.selection import RuleSelection
@@ -122,12 +122,8 @@ def check(
 
 def lint_files(files: Sequence[SourceFile], selection: RuleSelection) -> list[Diagnostic]:
     """Lint each file with the rules selected for it; findings in path, row, column order."""
-    diagnostics = [
-        diagnostic
-        for file in files
-        for diagnostic in lint_path(file.path, file.display, selection.rules_for(file.path))
-    ]
-    return sorted(diagnostics, key=lambda diagnostic: diagnostic.sort_key)
+    jobs = [(file.path, file.display, tuple(rule.code for rule in selection.rules_for(file.path))) for file in files]
+    return lint_jobs(jobs)
 
 
 @app.command()

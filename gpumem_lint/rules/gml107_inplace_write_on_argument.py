@@ -12,9 +12,13 @@ from gpumem_lint.semantic.scopes import Scope
 # Words in a function's name (or an enclosing function's) that announce mutation as its job.
 _MUTATING_WORDS = frozenset(
     {"init", "initialize", "initialise", "reset", "step", "update", "inplace", "fill", "zero", "clip", "copy",
-     "broadcast", "reduce", "allreduce", "scatter", "gather", "sync"}
+     "broadcast", "reduce", "allreduce", "scatter", "gather", "sync", "replace", "set", "assign", "write",
+     "mutate", "cast"}
 )
-_OUTPUT_PARAMETER = re.compile(r"^(out|output|dst|dest|buf|buffer|acc|accumulator|result)$|_(out|buf|buffer)$")
+# Parameters written by contract: outputs, buffers, and batch-norm running statistics.
+_OUTPUT_PARAMETER = re.compile(
+    r"^(out|output|dst|dest|buf|buffer|acc|accumulator|result)$|_(out|buf|buffer)$|^running_"
+)
 _DOCUMENTED_MUTATION = re.compile(r"in[- ]?place", re.IGNORECASE)
 
 
@@ -195,7 +199,8 @@ def _confirmed_calls(ctx: FileContext) -> dict[str, tuple[cst.CSTNode, cst.CSTNo
             reads_by_write.setdefault(read.write, read.node)
         for write in facts.writes:
             read = facts.own_reads.get(write) or reads_by_write.get(write)
-            if write.callee is not None and read is not None:
+            # Under no_grad (an optimizer step, an update) mutating the argument is the point.
+            if write.callee is not None and read is not None and not write.no_grad:
                 confirmed.setdefault(write.callee, (write.node, read))
     return confirmed
 

@@ -60,6 +60,12 @@ _NOT_MODULE_CALLS = frozenset(
      "float", "double", "requires_grad_", "register_buffer", "register_parameter", "add_module", "step", "items",
      "values", "keys", "append", "extend", "update", "copy_", "detach", "clone", "numpy", "item"}
 )
+#: `torch.is_tensor`, `torch.get_default_dtype`, ...: top-level torch functions that return no tensor.
+_NOT_TENSOR_PREFIXES = (
+    "is_", "get_", "set_", "use_", "are_", "device", "dtype", "Size", "manual_seed", "seed", "save", "load",
+    "no_grad", "enable_grad", "inference_mode", "compile", "typename", "numel", "finfo", "iinfo", "Generator",
+    "Stream", "Event", "cuda", "backends", "distributed",
+)
 _BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
 
 
@@ -93,10 +99,10 @@ class ScopeFacts:
         found = []
         for write in self.writes:
             name = write.storage.label
-            if write.storage.origin != "param" or write.no_grad or write.init or write.module:
+            if write.storage.origin != "param" or write.no_grad or write.init or write.module or write.op == ".data =":
                 continue
-            if write.writer.kind in _DELIBERATE_OR_ERROR:
-                continue
+            if write.writer.kind in _DELIBERATE_OR_ERROR or any(h.element for h in write.writer.chain()):
+                continue  # items of a caller's list of tensors: the functional-optimizer idiom
             # `+=` and `[i] =` also work on ints and lists: they need evidence of a tensor.
             evidence = self.scope.params.get(name) is True and name != self.scope.assumed_tensor
             if write.certain or evidence:
@@ -562,6 +568,19 @@ class ScopeAnalyzer:
             element = self._eval(node.elt, inner)
         return Value(element.handles, container=True)
 
+    def _elements_of(self, container: Value, node: cst.CSTNode) -> Value:
+        """Iterating a list of tensors yields one of them at a time: a part of what the list holds."""
+        handles = {
+            self._handle(
+                ("element", id(node), id(h)), h.storage, h.kind, node, source=h.source, partial=True,
+                tensor=h.tensor, ndarray=h.ndarray, base=h, element=True,
+            )
+            for h in container.handles
+            if h.role is None
+        }
+        self._born.update(handles)
+        return Value(frozenset(handles), any(h.tensor for h in handles), any(h.ndarray for h in handles))
+
     def _bind_iteration(self, target, iterable: Value, node: cst.BaseExpression, state: State) -> None:
         element = self._element(iterable, node)
         parts = self._zip_parts.get(id(node))
@@ -578,11 +597,9 @@ class ScopeAnalyzer:
 
     def _element(self, iterable: Value, node: cst.BaseExpression) -> Value:
         """What one iteration over `iterable` yields."""
-        if iterable.container:
-            return iterable.elements()
-        if iterable.tensor and not (iterable.kinds & {AliasKind.MULTI_VIEW, AliasKind.PARAMETERS}):
-            return self._alias(iterable, node, AliasKind.VIEW, partial=True, index=None)
-        return iterable
+        if iterable.tensor and not iterable.container and not (iterable.kinds & {AliasKind.MULTI_VIEW, AliasKind.PARAMETERS}):
+            return self._alias(iterable, node, AliasKind.VIEW, partial=True, index=None)  # rows of a tensor
+        return self._elements_of(iterable, node)
 
     # ---------------------------------------------------------------- calls
 
@@ -607,10 +624,12 @@ class ScopeAnalyzer:
         qualified = self.imports.qualify(func)
         if qualified is not None and (qualified.startswith(("torch.", "numpy.")) or qualified in _IDENTITY_FUNCTIONS):
             return self._library_call(node, qualified, args, state)
+        if qualified is not None and isinstance(func, cst.Attribute):
+            return self._fresh_value(node)  # `sympy.expand(e)`, `math.sqrt(x)`: another library's function
         if receiver is not None:
             return self._method_call(node, func.attr.value, receiver, args, state)
         if name in _IDENTITY_FUNCTIONS and args:
-            return args[0]
+            return _shallow_copy(args[0])
         if name in _ITERATORS:  # zip(a, b), enumerate(xs): a container of their elements
             parts = [self._element(value, arg.value) for arg, value in zip(node.args, args)]
             if name == "zip":
@@ -690,7 +709,7 @@ class ScopeAnalyzer:
         positional = [value for arg, value in zip(node.args, args) if arg.keyword is None]
         first = positional[0] if positional else EMPTY
         if qualified in _IDENTITY_FUNCTIONS:
-            return first
+            return _shallow_copy(first)
         if qualified in k.copy_functions:
             return self._fresh_value(node, tensor=qualified.startswith("torch."), ndarray=qualified.startswith("numpy"))
         if qualified in k.numpy_to_tensor_functions:
@@ -763,7 +782,7 @@ class ScopeAnalyzer:
             return self._alias(first, node, AliasKind.MULTI_VIEW, tensor=True)
         if name in k.view_functions:
             return self._alias(first, node, AliasKind.VIEW, partial=name in _PARTIAL_VIEWS, tensor=True)
-        return self._fresh_value(node, tensor=name in k.tensor_functions)
+        return self._fresh_value(node, tensor=name in k.tensor_functions or not name.startswith(_NOT_TENSOR_PREFIXES))
 
     # --------------------------------------------------------------- writes
 
@@ -947,6 +966,11 @@ class ScopeAnalyzer:
             for handle in state.env.get(place, ()):
                 for write in state.hidden.get(handle, ()):
                     self.backward_hits.setdefault((id(write), id(node)), (write, node))
+
+
+def _shallow_copy(value: Value) -> Value:
+    """`dict(sd)`, `list(xs)`, `copy.copy(c)`: a new container holding the same tensors."""
+    return Value(value.handles, container=True)
 
 
 def _operator(node: cst.AugAssign) -> str:

@@ -87,7 +87,7 @@ class ScopeCollector(cst.CSTVisitor):
             node.name.value,
             owner.name if owner else None,
             owner.bases if owner else (),
-            _parameters(node, is_method=owner is not None),
+            _parameters(node, is_method=owner is not None, imports=self.imports),
             docstring=node.get_docstring(),
             enclosing=tuple(scope.name for scope in self._functions[1:]),
             all_params=tuple(p.name.value for p in (*node.params.posonly_params, *node.params.params)),
@@ -176,7 +176,7 @@ def _no_grad_decorator(node: cst.BaseExpression) -> bool:
     return name.rsplit(".", 1)[-1] in ("no_grad", "inference_mode")
 
 
-def _parameters(node: cst.FunctionDef, is_method: bool) -> dict[str, bool | None]:
+def _parameters(node: cst.FunctionDef, is_method: bool, imports: ImportTable) -> dict[str, bool | None]:
     """Parameter name -> whether its annotation says tensor. `self`/`cls` are not caller tensors."""
     params = node.params
     ordered = [*params.posonly_params, *params.params, *params.kwonly_params]
@@ -191,8 +191,16 @@ def _parameters(node: cst.FunctionDef, is_method: bool) -> dict[str, bool | None
         if annotation in _SCALAR_ANNOTATIONS or _scalar_default(param.default) or _container(annotation):
             result[name] = False
             continue
-        result[name] = True if annotation is not None and annotation.endswith(_TENSOR_ANNOTATIONS) else None
+        result[name] = True if _tensor_annotation(param.annotation, annotation, imports) else None
     return result
+
+
+def _tensor_annotation(node: cst.Annotation | None, text: str | None, imports: ImportTable) -> bool:
+    """`torch.Tensor`, `Tensor` (from torch), `Optional[Tensor]`, `np.ndarray`; not `cute.Tensor`."""
+    if node is None or text is None or not text.rstrip("]").endswith(_TENSOR_ANNOTATIONS):
+        return False
+    qualified = imports.qualify(node.annotation)
+    return qualified is None or qualified.startswith(("torch.", "numpy."))
 
 
 def _container(annotation: str | None) -> bool:

@@ -72,6 +72,7 @@ class Handle:
     role: Role | None = None
     targets: frozenset[Storage] = frozenset()  # for an optimizer: what step() writes
     base: Handle | None = None  # the handle this alias was made from
+    element: bool = False  # one item of a container being iterated
 
     def chain(self) -> Iterator[Handle]:
         """This handle and those it was derived from: `x.view(-1)` -> `x`."""
