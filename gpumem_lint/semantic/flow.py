@@ -536,7 +536,7 @@ class ScopeAnalyzer:
                 return self._fresh_value(node, tensor=base.tensor, ndarray=base.ndarray)
             partial, index = self._index_extent(node)
             return self._alias(base, node, AliasKind.VIEW, partial=partial, index=index)
-        return base.elements()
+        return self._elements_of(base, node)  # `batch["x"]`, `items[i]`: one of what it holds
 
     def _eval_slices(self, node: cst.Subscript, state: State) -> bool:
         """Evaluate the index; True when it is advanced indexing (a tensor, array or list)."""
@@ -572,7 +572,7 @@ class ScopeAnalyzer:
         """Iterating a list of tensors yields one of them at a time: a part of what the list holds."""
         handles = {
             self._handle(
-                ("element", id(node), id(h)), h.storage, h.kind, node, source=h.source, partial=True,
+                ("element", id(node), id(h.storage), h.kind), h.storage, h.kind, node, source=h.source, partial=True,
                 tensor=h.tensor, ndarray=h.ndarray, base=h, element=True,
             )
             for h in container.handles
@@ -837,7 +837,8 @@ class ScopeAnalyzer:
             name = arg.keyword.value if arg.keyword is not None else (
                 mutator.params[position] if position < len(mutator.params) else None
             )
-            if name in mutator.mutated:
+            # Only a named tensor is known to be the caller's own: `f(x[mask])` passes a copy.
+            if name in mutator.mutated and dotted_name(arg.value) is not None:
                 self._write(value, node, f"{mutator.name}()", state, callee=mutator.name)
 
     def _write_modules(self, values: list[Value], node: cst.CSTNode, state: State) -> None:
@@ -876,7 +877,7 @@ class ScopeAnalyzer:
             elif kind is AliasKind.VIEW and source.kind in (AliasKind.DETACH, AliasKind.DATA):
                 inherited = source.kind
             handle = self._handle(
-                ("alias", id(node), id(source)),
+                ("alias", id(node), id(source.storage), inherited),
                 source.storage,
                 inherited,
                 node,
