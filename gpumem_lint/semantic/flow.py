@@ -648,7 +648,8 @@ class ScopeAnalyzer:
             self._check_backward(node, node.func.value, state)
             return EMPTY
         if method in k.data_write_methods and (array or method in k.tensor_only_methods):
-            self._write(receiver, node, method, state, init=False)
+            if not (method == "copy_" and args and args[0].handles == receiver.handles):  # `x.copy_(x)`: no change
+                self._write(receiver, node, method, state)
             return receiver
         if method in k.detach_methods:
             return self._alias(receiver, node, AliasKind.DETACH, tensor=True)
