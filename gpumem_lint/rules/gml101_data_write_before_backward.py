@@ -18,7 +18,7 @@ class DataWriteBeforeBackward(Rule):
     write: `backward()` runs without an error and computes gradients from the modified
     values. Measured on torch 2.13: `w.data.mul_(10)` between forward and backward gives
     a gradient of `[20, 40, 60]` instead of `[2, 4, 6]`
-    (`../shared/research/torch-runtime-facts.md` §3, "Silent: verified"). The same write
+    ([docs/facts.md](../docs/facts.md) F1, F2). The same write
     through `.detach()` or under `torch.no_grad()` bumps the shared version counter, and
     autograd raises instead of computing a wrong result.
 

@@ -19,7 +19,7 @@ class StateDictAliasSnapshot(Rule):
     the "snapshot" always holds the *current* weights: the model you save or restore as
     "best" is silently the last one. Measured on torch 2.13:
     `model.state_dict()[k].zero_()` zeroes the model's weight
-    (`../shared/research/torch-runtime-facts.md` §3). Wrapping the dict (`dict(…)`,
+    ([docs/facts.md](../docs/facts.md) F3). Wrapping the dict (`dict(…)`,
     `OrderedDict(…)`, `.copy()`, a comprehension over `.items()`, `v.detach()`) copies
     only the dictionary, not the tensors.
 

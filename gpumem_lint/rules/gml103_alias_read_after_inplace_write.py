@@ -22,8 +22,8 @@ class AliasReadAfterInplaceWrite(Rule):
     afterwards as two different values.
 
     ## Why is this bad?
-    Views, `.detach()` and `.data` share memory with their source (torch-runtime-facts
-    §1.4): `prev = h.detach()` or `first = x[0]` is not a copy. After `h.mul_(…)` the
+    Views, `.detach()` and `.data` share memory with their source ([docs/facts.md](../docs/facts.md)
+    F1, F2, F4): `prev = h.detach()` or `first = x[0]` is not a copy. After `h.mul_(…)` the
     "previous" value is the new one, and a difference such as `h - prev` is silently zero.
     PyTorch raises only when autograd saved the tensor; everything else is silent.
 

@@ -17,7 +17,7 @@ class InplaceWriteOnExpandedTensor(Rule):
     one memory location. Writing it in place is refused at run time with
     `RuntimeError: unsupported operation: more than one element of the written-to tensor
     refers to a single memory location. Please clone() the tensor before performing the
-    operation.` (torch-runtime-facts §3, "Caught"). Where the expansion happens to be a
+    operation.` ([docs/facts.md](../docs/facts.md) F5). Where the expansion happens to be a
     no-op the write goes through to the source tensor instead, which is rarely meant.
 
     ## Example

@@ -19,7 +19,7 @@ class InplaceWriteOnMultiOutputView(Rule):
     in-place change to one of them. When the input requires grad PyTorch raises
     `RuntimeError: Output 0 of SplitBackward0 is a view and is being modified inplace.
     This view is the output of a function that returns multiple views. Such functions
-    do not allow the output views to be modified inplace.` (torch-runtime-facts §3).
+    do not allow the output views to be modified inplace.` ([docs/facts.md](../docs/facts.md) F6).
     The classic shape is scaling the query of a fused QKV projection in place. Without
     grad the write silently changes the split tensor, which is why this rule only looks
     at autograd code.

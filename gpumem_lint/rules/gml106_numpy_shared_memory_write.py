@@ -19,7 +19,7 @@ class NumpySharedMemoryWrite(Rule):
 
     ## Why is this bad?
     A CPU tensor and its numpy array share memory, and the tensor's version counter
-    does not move when numpy writes (torch-runtime-facts §3: `t.numpy()[0] = 42`
+    does not move when numpy writes ([docs/facts.md](../docs/facts.md) F7: `t.numpy()[0] = 42`
     changes the tensor with `_version` still 0). Nothing in PyTorch or numpy reports it;
     the program just computes with other values than it appears to.
 

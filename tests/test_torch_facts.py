@@ -1,0 +1,100 @@
+"""Re-measure, on the installed torch, the behaviour the rules are built on (docs/facts.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")
+nn = torch.nn
+F = torch.nn.functional
+
+
+def test_f1_data_write_between_forward_and_backward_is_silent():
+    w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    loss = (w * w).sum()
+    w.data.mul_(10)
+    loss.backward()
+    assert torch.equal(w.grad, torch.tensor([20.0, 40.0, 60.0]))  # not 2 * [1, 2, 3]
+
+
+def test_f2_detach_write_between_forward_and_backward_raises():
+    w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    loss = (w * w).sum()
+    w.detach().mul_(10)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def test_f3_state_dict_is_the_live_parameters():
+    model = nn.Linear(2, 2)
+    snapshot = model.state_dict()
+    shallow = {k: v.detach() for k, v in model.state_dict().items()}
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    model(torch.ones(1, 2)).sum().backward()
+    optimizer.step()
+    assert torch.equal(snapshot["weight"], model.weight)
+    assert torch.equal(shallow["weight"], model.weight)
+
+
+def test_f4_views_share_and_advanced_indexing_copies():
+    x = torch.zeros(3, 3)
+    row, picked = x[0], x[torch.tensor([0])]
+    x.add_(1)
+    assert row.sum().item() == 3.0
+    assert picked.sum().item() == 0.0
+
+
+def test_f5_inplace_write_to_expanded_tensor_raises():
+    expanded = torch.zeros(1, 4).expand(3, 4)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        expanded.add_(1)
+
+
+def test_f6_inplace_write_to_chunk_output():
+    base = torch.zeros(4, 2, requires_grad=True)
+    first, _ = (base * 1).chunk(2)
+    with pytest.raises(RuntimeError, match="returns multiple views"):
+        first.mul_(2)
+    plain = torch.zeros(4)
+    head, _ = plain.chunk(2)
+    head.add_(1)
+    assert plain.sum().item() == 2.0
+
+
+def test_f7_numpy_bridge_shares_memory_without_a_version_bump():
+    array = np.zeros(3, dtype=np.float32)
+    tensor = torch.from_numpy(array)
+    array[0] = 42
+    assert tensor[0].item() == 42 and tensor._version == 0
+    shared = torch.as_tensor(array)
+    shared.add_(1)
+    assert array[1] == 1
+    copied = torch.as_tensor(array, dtype=torch.float64)
+    copied.add_(1)
+    assert array[1] == 1
+
+
+def test_f8_parameter_shares_memory_with_its_source():
+    source = torch.zeros(3)
+    parameter = nn.Parameter(source)
+    source.add_(1)
+    assert parameter.sum().item() == 3.0
+
+
+def test_f9_batch_norm_updates_running_statistics_in_place():
+    running_mean, running_var = torch.zeros(2), torch.ones(2)
+    F.batch_norm(torch.ones(4, 2), running_mean, running_var, training=True)
+    assert running_mean.sum().item() > 0
+    schema = torch.ops.aten.native_batch_norm.default._schema
+    running = [a for a in schema.arguments if a.name == "running_mean"][0]
+    assert running.alias_info is None  # undeclared: not in the generated tables
+
+
+def test_f10_reshape_aliases_only_when_it_can():
+    x = torch.zeros(2, 3)
+    x.reshape(6).add_(1)
+    assert x.sum().item() == 6.0
+    y = torch.zeros(3, 2).t()
+    y.reshape(6).add_(1)
+    assert y.sum().item() == 0.0
