@@ -131,6 +131,18 @@ def perturbed_pair(model, batch, scale: float):
 
     def _message(self, ctx: FileContext, read: Read) -> str:
         write = read.write
+        if not _is_place(read.place):  # a right-hand side of `a, b = b, a`
+            return (
+                f"{write_text(ctx, write)} also changes `{read.place}`, a view on the right-hand side of this "
+                f"tuple assignment, before it is assigned in turn: the swap copies one value twice (index with "
+                f"a list, `x[[i, j]] = x[[j, i]]`, or `.clone()` the right-hand side)"
+            )
+        if read.reader.stored and read.reader.kind is AliasKind.OWN:
+            return (
+                f"{write_text(ctx, write)} also changes the tensor stored in `{read.place}` at line "
+                f"{ctx.line(read.reader.node)}: the container holds the tensor itself, not its value then, "
+                f"and is read at line {ctx.line(read.node)}"
+            )
         if read.reader.kind in SNAPSHOT_KINDS:
             return (
                 f"{write_text(ctx, write)} also changes `{read.place}`, {alias_phrase(read.reader)} of the same "
@@ -146,7 +158,7 @@ def perturbed_pair(model, batch, scale: float):
 
 def _is_stale_snapshot(read: Read, facts: ScopeFacts) -> bool:
     reader, write = read.reader, read.write
-    if reader.kind not in SNAPSHOT_KINDS or reader.node is None or write.init:
+    if not (reader.kind in SNAPSHOT_KINDS or _is_stored_local(read)) or reader.node is None or write.init:
         return False
     if reader in facts.written_handles:
         return False  # written through itself: a working view, not a snapshot
@@ -163,3 +175,19 @@ def _is_copy_lookalike_write(read: Read, facts: ScopeFacts) -> bool:
         and read.reader.storage is writer.storage  # the same tensor, not the object holding it
         and read.write in facts.own_reads
     )
+
+
+def _is_stored_local(read: Read) -> bool:
+    """`outputs.append(hidden)` then `hidden.add_(x)`: the list holds the live tensor, not
+    its value at the time. Only for tensors this function made, outside optimizer steps."""
+    reader = read.reader
+    return (
+        reader.stored
+        and reader.kind is AliasKind.OWN
+        and reader.storage.origin == "fresh"
+        and not read.write.module
+    )
+
+
+def _is_place(text: str) -> bool:
+    return all(part.isidentifier() for part in text.split("."))

@@ -131,6 +131,7 @@ class ScopeAnalyzer:
         self._loops: list[_Loop] = []
         self._born: set[Handle] = set()  # handles (re)made by the current statement
         self._zip_parts: dict[int, list[Value]] = {}
+        self._aliased: set[Storage] = set()  # storages some alias or container refers to
         self._no_grad = 1 if scope.no_grad else 0
 
     # ----------------------------------------------------------------- entry
@@ -331,11 +332,12 @@ class ScopeAnalyzer:
     def _bind_sequence(self, target: cst.Tuple | cst.List, value: Value, made_by: cst.CSTNode, state: State) -> None:
         elements = target.elements
         sources = made_by.elements if isinstance(made_by, (cst.Tuple, cst.List)) else None
+        if sources is not None and len(sources) == len(elements) and not any(
+            isinstance(e, cst.StarredElement) for e in (*elements, *sources)
+        ):
+            self._bind_pairwise(elements, sources, state)
+            return
         for position, element in enumerate(elements):
-            if sources is not None and len(sources) == len(elements) and not isinstance(element, cst.StarredElement):
-                item = self._eval_cached(sources[position].value, state)
-                self._bind(element.value, item, sources[position].value, state)
-                continue
             if value.container or value.kinds - {AliasKind.OWN}:
                 self._bind(element.value, value.elements(), made_by, state)
             elif value.tensor and not isinstance(made_by, cst.Call):  # a tensor unpacks into views of its rows
@@ -344,12 +346,42 @@ class ScopeAnalyzer:
                 handle = self._fresh((made_by, position), dotted_name(element.value) or "", value)
                 self._bind(element.value, value.with_handles({handle}), made_by, state)
 
-    def _hold(self, place: str, handles: frozenset[Handle], state: State) -> None:
+    def _bind_pairwise(self, elements, sources, state: State) -> None:
+        """`a, b = b, a`: every source is evaluated before any target is bound, so a
+        later target reads its source after the earlier targets were written
+        (`x[0], x[1] = x[1], x[0]` does not swap two rows of a tensor)."""
+        pending = []
+        for source in sources:
+            place = cst.Module([]).code_for_node(source.value)  # never a dotted name: no clash
+            state.env[place] = self._eval_cached(source.value, state).handles
+            pending.append((place, source.value))
+        for element, (place, source) in zip(elements, pending):
+            self._record_reads(place, source, state)
+            self._bind(element.value, Value(state.env.get(place, frozenset())), source, state)
+        for place, _ in pending:
+            state.env.pop(place, None)
+
+    def _hold(self, place: str, handles: frozenset[Handle], node: cst.CSTNode, state: State) -> None:
+        stored = frozenset(self._stored(handle, node) for handle in handles)
         already = state.held.get(place, frozenset())
-        state.held[place] = already | handles
-        # A handle made again in a loop and stored again: the container still holds the
-        # earlier instances, which keep what they have seen.
-        self._forget_history(handles - already, state)
+        state.held[place] = already | stored
+        # A handle stored again in a loop: the container still holds the earlier
+        # instances, which keep what they have seen.
+        self._forget_history(stored - already, state)
+        state.retired -= stored
+
+    def _stored(self, handle: Handle, node: cst.CSTNode) -> Handle:
+        """What a container holds: the tensor as it is now, as far as its reader can tell."""
+        if handle.role is not None or handle.stored:
+            return handle
+        stored = self._handle(
+            ("stored", id(node), id(handle.storage), handle.kind), handle.storage, handle.kind, node,
+            source=handle.source, partial=handle.partial, index=handle.index, tensor=handle.tensor,
+            ndarray=handle.ndarray, base=handle, stored=True,
+        )
+        self._born.add(stored)
+        self._aliased.add(stored.storage)
+        return stored
 
     def _eval_cached(self, node: cst.BaseExpression, state: State) -> Value:
         # Tuple sources were already evaluated as part of the whole right-hand side;
@@ -370,6 +402,7 @@ class ScopeAnalyzer:
         else:
             state.held.pop(place, None)
         self._forget_history(handles | held, state)
+        self._retire_older_aliases(handles | held, state)
         self._forget_unreachable(previous - handles - held, state)
 
     def _forget_unreachable(self, handles: frozenset[Handle], state: State) -> None:
@@ -381,6 +414,15 @@ class ScopeAnalyzer:
         for handle in handles - state.live_handles():
             state.stale.pop(handle, None)
             state.hidden.pop(handle, None)
+
+    def _retire_older_aliases(self, handles: frozenset[Handle], state: State) -> None:
+        """`buf = torch.empty(n)` run again by a loop is new memory: the views and stored
+        tensors of the previous iteration's buffer no longer see writes to `buf`."""
+        state.retired -= handles
+        for handle in handles & self._born:
+            if handle.kind is AliasKind.OWN and handle.storage.origin == "fresh" and handle.storage in self._aliased:
+                older = {h for h in state.live_handles() if h.storage is handle.storage and h not in handles}
+                state.retired |= older
 
     def _forget_history(self, handles: frozenset[Handle], state: State) -> None:
         """A handle made again by this statement has seen no write yet."""
@@ -412,7 +454,7 @@ class ScopeAnalyzer:
             return
         place = dotted_name(target.value)
         if place is not None and value.handles:
-            self._hold(place, value.handles, state)
+            self._hold(place, value.handles, target, state)
 
     def _aug_assign(self, node: cst.AugAssign, state: State) -> None:
         value = self._eval(node.value, state)
@@ -674,7 +716,7 @@ class ScopeAnalyzer:
         if method in _CONTAINER_STORES and not array and args:
             place = dotted_name(node.func.value)
             if place is not None:
-                self._hold(place, frozenset().union(*(arg.handles for arg in args)), state)
+                self._hold(place, frozenset().union(*(arg.handles for arg in args)), node, state)
             return EMPTY
         if method == "step" and any(h.role is Role.OPTIMIZER for h in receiver.handles):
             self._write_optimizer_targets(receiver, node, state)
@@ -825,7 +867,7 @@ class ScopeAnalyzer:
             # allocated by this very statement (`p.new(n).zero_()`) has no older aliases.
             seen_by = () if op == ".data =" or writer.storage in fresh else live
             for handle in seen_by:
-                if handle.storage.related(writer.storage):
+                if handle.storage.related(writer.storage) and handle not in state.retired:
                     state.stale[handle] = state.stale.get(handle, frozenset()) | {write}
             if write.hidden:
                 for handle in live:
@@ -890,6 +932,7 @@ class ScopeAnalyzer:
                 base=source,
             )
             handles.add(handle)
+            self._aliased.add(handle.storage)
         self._born.update(handles)
         return Value(
             frozenset(handles),

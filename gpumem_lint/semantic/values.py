@@ -73,6 +73,7 @@ class Handle:
     targets: frozenset[Storage] = frozenset()  # for an optimizer: what step() writes
     base: Handle | None = None  # the handle this alias was made from
     element: bool = False  # one item of a container being iterated
+    stored: bool = False  # put into a container (`outs.append(h)`): what the container holds
 
     def chain(self) -> Iterator[Handle]:
         """This handle and those it was derived from: `x.view(-1)` -> `x`."""
@@ -147,10 +148,11 @@ class State:
     held: dict[str, frozenset[Handle]] = field(default_factory=dict)  # what containers hold
     stale: dict[Handle, frozenset[Write]] = field(default_factory=dict)
     hidden: dict[Handle, frozenset[Write]] = field(default_factory=dict)
+    retired: frozenset[Handle] = frozenset()  # aliases of memory since re-allocated by a loop
     reachable: bool = True
 
     def copy(self) -> State:
-        return State(dict(self.env), dict(self.held), dict(self.stale), dict(self.hidden), self.reachable)
+        return State(dict(self.env), dict(self.held), dict(self.stale), dict(self.hidden), self.retired, self.reachable)
 
     def join(self, other: State) -> State:
         if not other.reachable:
@@ -162,15 +164,17 @@ class State:
             _union(self.held, other.held),
             _union(self.stale, other.stale),
             _union(self.hidden, other.hidden),
+            self.retired | other.retired,
         )
 
     def same_as(self, other: State) -> bool:
-        return (self.reachable, self.env, self.held, self.stale, self.hidden) == (
+        return (self.reachable, self.env, self.held, self.stale, self.hidden, self.retired) == (
             other.reachable,
             other.env,
             other.held,
             other.stale,
             other.hidden,
+            other.retired,
         )
 
     def handles_of(self, place: str) -> frozenset[Handle]:
