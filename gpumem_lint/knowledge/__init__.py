@@ -56,6 +56,7 @@ class Knowledge:
     init_functions: frozenset[str]
     wrapper_functions: frozenset[str]
     evidence_methods: frozenset[str]
+    non_tensor_results: frozenset[str]
     foreach_prefix: str
     undeclared_mutators: dict[str, tuple[int, ...]]
 
@@ -67,6 +68,11 @@ class Knowledge:
             | self.evidence_methods | self.out_functions  # `x.mean()`, `x.sigmoid()`: aten ops as methods
         )
         return frozenset(names - _BUILTIN_METHOD_NAMES)
+
+    @cached_property
+    def tensor_result_methods(self) -> frozenset[str]:
+        """Tensor methods whose result is a tensor too (not `x.tolist()`, `x.size()`)."""
+        return self.tensor_only_methods - self.non_tensor_results
 
     @cached_property
     def data_write_methods(self) -> frozenset[str]:
@@ -124,6 +130,7 @@ def knowledge() -> Knowledge:
         init_functions=_set(ops["init_functions"]),
         wrapper_functions=_set(hand["wrappers"]["functions"]),
         evidence_methods=_set(hand["evidence"]["methods"]),
+        non_tensor_results=_set(hand["evidence"]["non_tensor_results"]),
         foreach_prefix=hand["foreach"]["prefix"],
         undeclared_mutators={name: tuple(positions) for name, positions in hand["undeclared_mutators"].items()},
     )

@@ -114,9 +114,7 @@ def finetune(model, batches):
         for facts in ctx.semantic.facts:
             by_snapshot: dict[int, list[Read]] = {}
             for read in facts.reads:
-                reader = read.reader
-                # A state_dict written through (loading into it) is a handle on the module, not a snapshot.
-                if reader.kind is AliasKind.STATE_DICT and reader.node is not None and reader not in facts.written_handles:
+                if _is_snapshot_read(read, facts):
                     by_snapshot.setdefault(id(read.reader.node), []).append(read)
             for reads in by_snapshot.values():
                 read = first_read(ctx, reads)
@@ -126,3 +124,12 @@ def finetune(model, batches):
                     f"{write_text(ctx, read.write)} at line {ctx.line(read.write.node)} overwrites them before "
                     f"`{read.place}` is read at line {ctx.line(read.node)}",
                 )
+
+
+def _is_snapshot_read(read: Read, facts) -> bool:
+    reader, write = read.reader, read.write
+    if reader.kind is not AliasKind.STATE_DICT or reader.node is None:
+        return False
+    # A state_dict written through (loading into it) is a handle on the module, not a snapshot;
+    # an entry written while other entries are collected is a different tensor.
+    return reader not in facts.written_handles and not (reader.partial and write.partial)

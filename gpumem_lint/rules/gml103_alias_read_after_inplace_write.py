@@ -185,7 +185,8 @@ def _is_stored_local(read: Read) -> bool:
         reader.stored
         and reader.kind is AliasKind.OWN
         and reader.storage.origin == "fresh"
-        and not read.write.module
+        and read.write.certain  # `+=` may rebind an int or a tuple
+        and not (read.write.module or read.write.partial)
     )
 
 

@@ -132,6 +132,7 @@ class ScopeAnalyzer:
         self._born: set[Handle] = set()  # handles (re)made by the current statement
         self._zip_parts: dict[int, list[Value]] = {}
         self._aliased: set[Storage] = set()  # storages some alias or container refers to
+        self._other_bases: dict[Handle, set[Handle]] = {}  # one alias made from several handles
         self._no_grad = 1 if scope.no_grad else 0
 
     # ----------------------------------------------------------------- entry
@@ -153,7 +154,7 @@ class ScopeAnalyzer:
             writes=writes,
             reads=list(self.reads.values()),
             own_reads=self.own_reads,
-            written_handles={handle for write in writes for handle in write.writer.chain()},
+            written_handles=self._written_through(writes),
             backward_after_hidden=[
                 (write, node)
                 for write, node in self.backward_hits.values()
@@ -737,7 +738,7 @@ class ScopeAnalyzer:
                 return self._alias(receiver, node, AliasKind.EXPAND, tensor=True)
             if method in k.view_methods:
                 return self._alias(receiver, node, AliasKind.VIEW, partial=method in _PARTIAL_VIEWS, tensor=True)
-        tensor = method in k.tensor_only_methods or method in k.may_alias_methods or (
+        tensor = method in k.tensor_result_methods or method in k.may_alias_methods or (
             array and method in k.tensor_functions
         )
         return Value(frozenset({self._fresh(node, "", EMPTY, tensor=tensor)}), tensor=tensor)
@@ -914,13 +915,19 @@ class ScopeAnalyzer:
         for source in base.handles:
             if source.role is not None:
                 continue
+            if kind in _PASS_THROUGH and self._is_temporary(source):
+                handles.add(source)  # `torch.clone(g).detach()`: nothing else holds the memory
+                continue
             inherited = kind
             if source.kind in (AliasKind.STATE_DICT, AliasKind.NUMPY) and kind in _PASS_THROUGH:
                 inherited = source.kind
             elif kind is AliasKind.VIEW and source.kind in (AliasKind.DETACH, AliasKind.DATA):
                 inherited = source.kind
+            key = ("alias", id(node), id(source.storage), inherited)
+            if key in self._handles and self._handles[key].base is not source:
+                self._other_bases.setdefault(self._handles[key], set()).add(source)
             handle = self._handle(
-                ("alias", id(node), id(source.storage), inherited),
+                key,
                 source.storage,
                 inherited,
                 node,
@@ -981,6 +988,24 @@ class ScopeAnalyzer:
         if handle is None:
             handle = self._handles[key] = Handle(storage, kind, node, **fields)
         return handle
+
+    def _written_through(self, writes: list[Write]) -> set[Handle]:
+        """Every handle a write went through, directly or via an alias made from it."""
+        seen: set[Handle] = set()
+        pending = [write.writer for write in writes]
+        while pending:
+            handle = pending.pop()
+            if handle in seen:
+                continue
+            seen.add(handle)
+            if handle.base is not None:
+                pending.append(handle.base)
+            pending.extend(self._other_bases.get(handle, ()))
+        return seen
+
+    def _is_temporary(self, handle: Handle) -> bool:
+        """Memory allocated by this statement and not yet bound to any name."""
+        return handle.kind is AliasKind.OWN and handle.storage.origin == "fresh" and handle in self._born
 
     def _in_graph(self, value: Value) -> None:
         if not self._no_grad:
