@@ -17,9 +17,14 @@ class AliasReadAfterInplaceWrite(Rule):
     """
     ## What it does
     Flags an in-place write to a tensor while a view, `.detach()` or `.data` alias of it
-    made earlier is still read afterwards as if it held the old values — and the mirror
-    case: a `.detach()` alias written in place while both it and its source are read
-    afterwards as two different values.
+    made earlier is still read afterwards as if it held the old values. Three shapes of
+    the same mistake are included:
+    - a `.detach()` alias written in place while both it and its source are read
+      afterwards as two different values;
+    - a tuple assignment that swaps through views, `x[i], x[j] = x[j], x[i]`: the
+      right-hand side `x[i]` is a view, overwritten before it is assigned to `x[j]`;
+    - a tensor put into a list (`states.append(hidden)`) and then written in place,
+      so that every stored entry ends up holding the last value.
 
     ## Why is this bad?
     Views, `.detach()` and `.data` share memory with their source ([docs/facts.md](../docs/facts.md)
@@ -92,6 +97,31 @@ def fill(values):
 """,
     )
     INVALID = (
+        Invalid(
+            """
+import torch
+
+def swap_rows(m: torch.Tensor, i: int, j: int) -> torch.Tensor:
+    m = m.clone()
+    m[i], m[j] = m[j], m[i]
+    return m
+""",
+            (6,),
+        ),
+        Invalid(
+            """
+import torch
+
+def unroll(cell, xs):
+    hidden = torch.zeros(xs.shape[1:])
+    states = []
+    for x in xs:
+        hidden.copy_(cell(x, hidden))
+        states.append(hidden)
+    return torch.stack(states)
+""",
+            (8,),
+        ),
         Invalid(
             """
 import torch

@@ -23,6 +23,12 @@ class NumpySharedMemoryWrite(Rule):
     changes the tensor with `_version` still 0). Nothing in PyTorch or numpy reports it;
     the program just computes with other values than it appears to.
 
+    ## Known problems
+    `torch.as_tensor(a)` shares memory only when `a` is an ndarray (or a tensor) of the
+    same dtype; it is followed only when `a` is known to be one (made by numpy in the same
+    function). Memory allocated again by each loop iteration is told apart from the previous
+    iteration's, so a buffer created inside the loop is not reported.
+
     ## Example
     ```python
     buffer = np.empty((batch, dim), dtype=np.float32)
