@@ -57,6 +57,10 @@ class Knowledge:
     wrapper_functions: frozenset[str]
     evidence_methods: frozenset[str]
     non_tensor_results: frozenset[str]
+    partial_views: frozenset[str]
+    not_module_calls: frozenset[str]
+    not_tensor_function_prefixes: tuple[str, ...]
+    other_tensor_attributes: frozenset[str]
     foreach_prefix: str
     undeclared_mutators: dict[str, tuple[int, ...]]
 
@@ -131,6 +135,10 @@ def knowledge() -> Knowledge:
         wrapper_functions=_set(hand["wrappers"]["functions"]),
         evidence_methods=_set(hand["evidence"]["methods"]),
         non_tensor_results=_set(hand["evidence"]["non_tensor_results"]),
+        partial_views=_set(hand["partial_views"]["methods"]),
+        not_module_calls=_set(hand["not_module_calls"]["methods"]),
+        not_tensor_function_prefixes=tuple(hand["not_tensor_functions"]["prefixes"]),
+        other_tensor_attributes=_set(hand["other_tensor_attributes"]["names"]),
         foreach_prefix=hand["foreach"]["prefix"],
         undeclared_mutators={name: tuple(positions) for name, positions in hand["undeclared_mutators"].items()},
     )

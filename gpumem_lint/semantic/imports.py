@@ -23,6 +23,12 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
+def place_prefixes(place: str) -> list[str]:
+    """`self.buf.weight` -> `self`, `self.buf`, `self.buf.weight`: reading one reads them all."""
+    parts = place.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
 class ImportTable:
     """Local name -> qualified name, for every import anywhere in the module."""
 

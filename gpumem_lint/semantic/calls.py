@@ -1,0 +1,305 @@
+"""What calls do to tensors: library functions, tensor and module methods, training
+steps, and same-module helpers that mutate their arguments. Mixed into `ScopeAnalyzer`,
+whose helpers (`_alias`, `_write`, `_fresh_value`, ...) it uses."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from gpumem_lint.semantic.imports import dotted_name, place_prefixes
+from gpumem_lint.semantic.values import EMPTY, AliasKind, Role, State, Storage, Value
+
+#: Shallow containers: they hold the same tensors, not copies.
+_IDENTITY_FUNCTIONS = frozenset({"dict", "list", "tuple", "copy.copy", "collections.OrderedDict", "OrderedDict"})
+_CONTAINER_METHODS = frozenset({"items", "values"})
+_ITERATORS = frozenset({"zip", "enumerate", "reversed", "sorted", "iter", "filter"})
+_CONTAINER_STORES = frozenset({"append", "extend", "insert", "add", "appendleft", "setdefault"})
+_TRAINING_CALL = re.compile(r"^(train|fit)(_|$)|_epoch$|_step$|^(step|optimize|learn|update)$", re.IGNORECASE)
+_NOT_TRAINING = frozenset({"train", "eval", "zero_grad", "lr_step"})
+_OPTIMIZER_NAME = re.compile(r"(^|[._])(opt|optim|optimizer|optimiser)\w*$", re.IGNORECASE)
+_BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
+
+
+@dataclass(frozen=True)
+class Mutator:
+    """A same-module function that writes some of its tensor parameters in place."""
+
+    name: str
+    params: tuple[str, ...]
+    mutated: frozenset[str]
+
+
+class CallSemantics:
+    def _call(self, node: cst.Call, state: State) -> Value:
+        func = node.func
+        receiver: Value | None = None
+        if isinstance(func, cst.Attribute):
+            # Appending to a list does not read what it already holds.
+            receiver = self._eval(func.value, state, record=func.attr.value not in _CONTAINER_STORES)
+        else:
+            self._eval(func, state)
+        args = [self._eval(arg.value, state) for arg in node.args]
+        name = dotted_name(func)
+        if name is not None and not (
+            isinstance(func, cst.Attribute)
+            and (func.attr.value in self.k.not_module_calls or func.attr.value in self.k.tensor_only_methods)
+        ):
+            self._in_graph(self._eval(func, state, record=False))  # `model(x)`, `self.encoder(x)`
+        if name is not None and args and any(h.role is Role.INPLACE_MODULE for h in state.env.get(name, ())):
+            self._write(args[0], node, "inplace module", state)
+            return args[0]
+        qualified = self.imports.qualify(func)
+        if qualified is not None and (qualified.startswith(("torch.", "numpy.")) or qualified in _IDENTITY_FUNCTIONS):
+            return self._library_call(node, qualified, args, state)
+        if qualified is not None and isinstance(func, cst.Attribute):
+            return self._fresh_value(node)  # `sympy.expand(e)`, `math.sqrt(x)`: another library's function
+        if receiver is not None:
+            return self._method_call(node, func.attr.value, receiver, args, state)
+        if name in _IDENTITY_FUNCTIONS and args:
+            return _shallow_copy(args[0])
+        if name in _ITERATORS:  # zip(a, b), enumerate(xs): a container of their elements
+            parts = [self._element(value, arg.value) for arg, value in zip(node.args, args)]
+            if name == "zip":
+                self._zip_parts[id(node)] = parts  # `for a, b in zip(xs, ys)` binds them apart
+            return Value(frozenset().union(*(part.handles for part in parts)), container=True)
+        if name in self.mutators:
+            self._write_mutated_arguments(self.mutators[name], node, args, state)
+        if name is not None and _is_training_call(name.rsplit(".", 1)[-1]):
+            self._write_modules(args, node, state)
+        return Value(frozenset({self._fresh(node, "", EMPTY)}))
+
+    def _method_call(self, node: cst.Call, method: str, receiver: Value, args: list[Value], state: State) -> Value:
+        k = self.k
+        array = self._is_array(receiver)
+        if method == "backward":
+            self._check_backward(node, node.func.value, state)
+            return EMPTY
+        if method in k.data_write_methods and (array or method in k.tensor_only_methods):
+            if not (method == "copy_" and args and args[0].handles == receiver.handles):  # `x.copy_(x)`: no change
+                self._write(receiver, node, method, state)
+            return receiver
+        if method in k.detach_methods:
+            return self._alias(receiver, node, AliasKind.DETACH, tensor=True)
+        if method in k.state_dict_methods:
+            self.module_storages.update(h.storage for h in receiver.handles)
+            return self._alias(receiver, node, AliasKind.STATE_DICT)
+        if method in k.parameter_methods:
+            self.module_storages.update(h.storage for h in receiver.handles)
+            return self._alias(receiver, node, AliasKind.PARAMETERS, tensor=True)
+        if method in k.load_methods:
+            self.module_storages.update(h.storage for h in receiver.handles)
+            own = {h.storage for h in receiver.handles}
+            if not any(h.kind is AliasKind.STATE_DICT and h.storage in own for a in args for h in a.handles):
+                self._write(receiver, node, method + "()", state, module=True)  # loading its own state changes nothing
+            return EMPTY
+        if method in k.tensor_to_numpy_methods:
+            return self._alias(receiver, node, AliasKind.NUMPY, tensor=False, ndarray=True)
+        if method in _CONTAINER_METHODS and not array:
+            return receiver
+        if method == "copy" and receiver.kinds & {AliasKind.STATE_DICT}:
+            return receiver  # dict.copy() is shallow
+        if method in _CONTAINER_STORES and not array and args:
+            place = dotted_name(node.func.value)
+            if place is not None:
+                self._hold(place, frozenset().union(*(arg.handles for arg in args)), node, state)
+            return EMPTY
+        if method == "step" and any(h.role is Role.OPTIMIZER for h in receiver.handles):
+            self._write_optimizer_targets(receiver, node, state)
+            return EMPTY
+        if method == "step" and _OPTIMIZER_NAME.search(dotted_name(node.func.value) or ""):
+            # An optimizer we did not see built: it may update any module of this scope.
+            self._write_storages(self.module_storages, node, "step()", state)
+            return EMPTY
+        if _is_training_call(method) and method != "step":
+            # `trainer.fit(model)` trains its argument; `ema.update(model)` only reads it.
+            targets = [receiver, *args] if method.startswith(("train", "fit")) else [receiver]
+            self._write_modules(targets, node, state)
+            return EMPTY
+        if method in k.multi_view_methods and (array or method in k.tensor_only_methods or _split_like_tensor(node)):
+            return self._alias(receiver, node, AliasKind.MULTI_VIEW, tensor=True)
+        if array or method in k.tensor_only_methods:
+            if method in k.expand_methods and (node.args or array):
+                return self._alias(receiver, node, AliasKind.EXPAND, tensor=True)
+            if method in k.view_methods:
+                return self._alias(receiver, node, AliasKind.VIEW, partial=method in self.k.partial_views, tensor=True)
+        tensor = method in k.tensor_result_methods or method in k.may_alias_methods or (
+            array and method in k.tensor_functions
+        )
+        return Value(frozenset({self._fresh(node, "", EMPTY, tensor=tensor)}), tensor=tensor)
+
+    def _library_call(self, node: cst.Call, qualified: str, args: list[Value], state: State) -> Value:
+        k = self.k
+        if qualified.startswith("torch."):
+            for value in args:
+                self._in_graph(value)
+        first = args[0] if args else EMPTY
+        keyword = {arg.keyword.value: value for arg, value in zip(node.args, args) if arg.keyword is not None}
+        positional = [value for arg, value in zip(node.args, args) if arg.keyword is None]
+        first = positional[0] if positional else EMPTY
+        if qualified in _IDENTITY_FUNCTIONS:
+            return _shallow_copy(first)
+        if qualified in k.copy_functions:
+            return self._fresh_value(node, tensor=qualified.startswith("torch."), ndarray=qualified.startswith("numpy"))
+        if qualified in k.numpy_to_tensor_functions:
+            if qualified == "torch.from_numpy" or (first.ndarray and "dtype" not in keyword):
+                return self._alias(first, node, AliasKind.NUMPY, tensor=True)
+            return self._fresh_value(node, tensor=True)
+        if qualified in k.tensor_to_numpy_functions:
+            if first.tensor and "dtype" not in keyword:
+                return self._alias(first, node, AliasKind.NUMPY, tensor=False, ndarray=True)
+            return self._fresh_value(node, ndarray=True)
+        if qualified in k.wrapper_functions and positional:
+            return self._alias(first, node, AliasKind.WRAPPER, tensor=True)
+        if qualified in k.undeclared_mutators and _is_true(_keyword(node, "training")):
+            for position in k.undeclared_mutators[qualified]:
+                if position < len(positional):
+                    self._write(positional[position], node, qualified.rsplit(".", 1)[1], state)
+            return self._fresh_value(node, tensor=True)
+        if qualified == "numpy.copyto" and positional:
+            self._write(first, node, "numpy.copyto", state)
+            return EMPTY
+        if qualified in k.no_grad_contexts:
+            return EMPTY
+        if qualified in _BACKWARD_FUNCTIONS and node.args:
+            self._check_backward(node, node.args[0].value, state)
+            return self._fresh_value(node, tensor=True)
+        if qualified.startswith("numpy."):
+            if "out" in keyword:
+                self._write(keyword["out"], node, "out=", state)
+            return self._fresh_value(node, ndarray=True)
+        if qualified.startswith("torch.optim.") and qualified.count(".") == 2 and qualified[12:13].isupper():
+            storages = frozenset(h.storage for value in args for h in value.handles if h.kind is AliasKind.PARAMETERS)
+            handle = self._handle(("optim", id(node)), Storage("optimizer", "fresh", node=node), AliasKind.OWN, node)
+            handle.role, handle.targets = Role.OPTIMIZER, storages
+            return Value(frozenset({handle}))
+        if qualified.startswith("torch.nn.init."):
+            if qualified.rsplit(".", 1)[1] in k.init_functions:
+                self._write(first, node, qualified, state, init=True)
+                return first
+            return EMPTY
+        if qualified.startswith("torch.nn.functional."):
+            name = qualified.rsplit(".", 1)[1]
+            if name in k.functional_inplace_underscore or (
+                name in k.functional_inplace_kwarg and _is_true(_keyword(node, "inplace"))
+            ):
+                self._write(first, node, f"{name}(inplace=True)" if not name.endswith("_") else name, state)
+                return first
+            return self._fresh_value(node, tensor=True)
+        if qualified.startswith("torch.nn.") and qualified.count(".") == 2:
+            name = qualified.rsplit(".", 1)[1]
+            if name in k.module_inplace_kwarg and _is_true(_keyword(node, "inplace")):
+                handle = self._handle(("module", id(node)), Storage(name, "fresh", node=node), AliasKind.OWN, node)
+                handle.role = Role.INPLACE_MODULE
+                return Value(frozenset({handle}))
+            return self._fresh_value(node)
+        name = qualified[len("torch.") :] if qualified.count(".") == 1 else None
+        if name is None:
+            return self._fresh_value(node)
+        if name.startswith(k.foreach_prefix) and name.endswith("_"):
+            self._write(first, node, qualified, state)
+            return EMPTY
+        if "out" in keyword and name in k.out_functions:
+            self._write(keyword["out"], node, "out=", state)
+            return keyword["out"]
+        if name in k.inplace_functions:
+            self._write(first, node, qualified, state)
+            return first
+        if name in k.expand_functions:
+            return self._alias(Value(frozenset().union(*(a.handles for a in positional))), node, AliasKind.EXPAND, tensor=True)
+        if name in k.multi_view_functions:
+            return self._alias(first, node, AliasKind.MULTI_VIEW, tensor=True)
+        if name in k.view_functions:
+            return self._alias(first, node, AliasKind.VIEW, partial=name in self.k.partial_views, tensor=True)
+        return self._fresh_value(node, tensor=name in k.tensor_functions or not name.startswith(k.not_tensor_function_prefixes))
+
+    def _write_mutated_arguments(self, mutator: Mutator, node: cst.Call, args: list[Value], state: State) -> None:
+        for position, (arg, value) in enumerate(zip(node.args, args)):
+            if arg.star:
+                return
+            name = arg.keyword.value if arg.keyword is not None else (
+                mutator.params[position] if position < len(mutator.params) else None
+            )
+            # Only a named tensor is known to be the caller's own: `f(x[mask])` passes a copy.
+            if name in mutator.mutated and dotted_name(arg.value) is not None:
+                self._write(value, node, f"{mutator.name}()", state, callee=mutator.name)
+
+    def _write_modules(self, values: list[Value], node: cst.CSTNode, state: State) -> None:
+        modules = [h for value in values for h in value.handles if h.storage in self.module_storages]
+        if modules:
+            self._write(Value(frozenset(modules)), node, "training call", state, module=True)
+
+    def _write_optimizer_targets(self, optimizer: Value, node: cst.CSTNode, state: State) -> None:
+        targets = {storage for h in optimizer.handles for storage in h.targets}
+        self._write_storages(targets, node, "step()", state)
+
+    def _write_storages(self, storages, node: cst.CSTNode, op: str, state: State) -> None:
+        writers = {self._handle(("step", id(node), id(storage)), storage, AliasKind.OWN, node) for storage in storages}
+        self._write(Value(frozenset(writers)), node, op, state, module=True)
+
+    def _check_backward(self, node: cst.Call, receiver: cst.BaseExpression, state: State) -> None:
+        self.calls_backward = True
+        for place in _places_in(receiver):
+            for handle in state.env.get(place, ()):
+                for write in state.hidden.get(handle, ()):
+                    self.backward_hits.setdefault((id(write), id(node)), (write, node))
+
+
+def _shallow_copy(value: Value) -> Value:
+    """`dict(sd)`, `list(xs)`, `copy.copy(c)`: a new container holding the same tensors."""
+    return Value(value.handles, container=True)
+
+
+def _places_in(node: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+
+    class _Names(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> bool:
+            # `scaler.scale(loss)`: the loss, not the scaler.
+            if isinstance(call.func, cst.Attribute) and not isinstance(call.func.value, (cst.Name, cst.Attribute)):
+                call.func.value.visit(self)
+            for arg in call.args:
+                arg.value.visit(self)
+            return False
+
+        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
+            place = dotted_name(attribute)
+            if place is not None:
+                found.update(place_prefixes(place))
+                return False
+            return True
+
+        def visit_Name(self, name: cst.Name) -> None:
+            found.add(name.value)
+
+    node.visit(_Names())
+    return found
+
+
+def _keyword(node: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def _is_true(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _is_training_call(name: str) -> bool:
+    return name not in _NOT_TRAINING and bool(_TRAINING_CALL.search(name))
+
+
+def _split_like_tensor(node: cst.Call) -> bool:
+    """`x.split(2)`, `x.split([1, 3], dim=1)`: tensor split, not `str.split(",")`."""
+    if _keyword(node, "dim") is not None:
+        return True
+    if not node.args:
+        return False
+    first = node.args[0].value
+    return isinstance(first, (cst.Integer, cst.List, cst.Tuple)) or (
+        isinstance(first, cst.UnaryOperation) and isinstance(first.expression, cst.Integer)
+    )
