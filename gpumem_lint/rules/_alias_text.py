@@ -21,10 +21,6 @@ def alias_phrase(handle: Handle) -> str:
     return _PHRASES.get(handle.kind, "an alias")
 
 
-def made_where(ctx: FileContext, handle: Handle) -> str:
-    return f"line {ctx.line(handle.node)}" if handle.node is not None else "its definition"
-
-
 def write_text(ctx: FileContext, write: Write) -> str:
     return f"`{_shorten(ctx.code(write.node))}`"
 

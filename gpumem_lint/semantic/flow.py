@@ -319,7 +319,8 @@ class ScopeAnalyzer(CallSemantics):
         pending = []
         for source in sources:
             place = cst.Module([]).code_for_node(source.value)  # never a dotted name: no clash
-            state.env[place] = self._eval_cached(source.value, state).handles
+            # Already evaluated with the whole right-hand side: only its value is needed here.
+            state.env[place] = self._eval(source.value, state, record=False).handles
             pending.append((place, source.value))
         for element, (place, source) in zip(elements, pending):
             self._record_reads(place, source, state)
@@ -348,11 +349,6 @@ class ScopeAnalyzer(CallSemantics):
         self._born.add(stored)
         self._aliased.add(stored.storage)
         return stored
-
-    def _eval_cached(self, node: cst.BaseExpression, state: State) -> Value:
-        # Tuple sources were already evaluated as part of the whole right-hand side;
-        # re-evaluating reads is idempotent, so this is only for their values.
-        return self._eval(node, state, record=False)
 
     def _assign_place(
         self, place: str, handles: frozenset[Handle], state: State, held: frozenset[Handle] = frozenset()
