@@ -11,6 +11,7 @@ import io
 import sys
 import tokenize
 import traceback
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -95,7 +96,9 @@ def _syntax_only(text: str, display: str, rules: Sequence[type[Rule]]) -> list[D
     if InvalidSyntax not in rules:
         return []
     try:
-        compile(text, display, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
+        with warnings.catch_warnings():  # CPython's SyntaxWarnings are not ours to print
+            warnings.simplefilter("ignore")
+            compile(text, display, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
     except SyntaxError as error:
         row = error.lineno or 1
         column = error.offset or 1
