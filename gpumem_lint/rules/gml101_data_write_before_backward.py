@@ -9,8 +9,10 @@ class DataWriteBeforeBackward(Rule):
     """
     ## What it does
     Flags an in-place write through `.data` (`w.data.mul_(…)`, `w.data[…] = …`,
-    `w.data = …`) made after a value was computed from the graph and before
-    `backward()` (or `torch.autograd.grad`) is called on that value.
+    `w.data = …`, `w.set_(…)`) to a tensor the graph uses, made after a value was
+    computed from the graph and before `backward()` (or `torch.autograd.grad`) is
+    called on that value. Tensors the loss does not depend on (a target network
+    updated between forward and backward) are not reported.
 
     ## Why is this bad?
     Autograd saves the tensors it needs for the backward pass. `.data` returns an alias
@@ -57,7 +59,7 @@ class DataWriteBeforeBackward(Rule):
         "Move the write after `backward()`/`optimizer.step()`, or write the tensor itself under "
         "`torch.no_grad()` so autograd's version check can catch misuse"
     )
-    triggers = (".data",)
+    triggers = (".data", ".set_(")
     VALID = (
         """
 import torch
@@ -102,14 +104,26 @@ y.backward()
 """,
             (6,),
         ),
+        Invalid(
+            """
+import torch
+
+def step(w: torch.Tensor, x: torch.Tensor, fresh: torch.Tensor):
+    loss = (w * x).sum()
+    w.set_(fresh)
+    loss.backward()
+""",
+            (6,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
             for write, backward in facts.backward_after_hidden:
+                how = "replaces the memory of a tensor" if write.rebinds else "writes through `.data`"
                 yield Report(
                     write.node,
-                    f"{write_text(ctx, write)} writes through `.data` after the forward pass: autograd cannot see "
+                    f"{write_text(ctx, write)} {how} after the forward pass: autograd cannot see "
                     f"it, so `backward()` at line {ctx.line(backward)} silently computes gradients from the "
                     "modified values",
                 )

@@ -77,6 +77,9 @@ class CallSemantics:
         if method == "backward":
             self._check_backward(node, node.func.value, state)
             return EMPTY
+        if method == "set_" and args:  # `x.set_(y)`: like `x.data = y`, invisible to autograd
+            self._write(receiver, node, "set_", state)
+            return receiver
         if method in k.data_write_methods and (array or method in k.tensor_only_methods):
             if not (method == "copy_" and args and args[0].handles == receiver.handles):  # `x.copy_(x)`: no change
                 self._write(receiver, node, method, state)

@@ -24,6 +24,7 @@ from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixe
 from gpumem_lint.semantic.scopes import Scope
 from gpumem_lint.semantic.values import (
     EMPTY,
+    REBINDING_OPS,
     UNREACHABLE,
     AliasKind,
     Handle,
@@ -64,7 +65,7 @@ class ScopeFacts:
         found = []
         for write in self.writes:
             name = write.storage.label
-            if write.storage.origin != "param" or write.no_grad or write.init or write.module or write.op == ".data =":
+            if write.storage.origin != "param" or write.no_grad or write.init or write.module or write.rebinds:
                 continue
             if write.writer.kind in _DELIBERATE_OR_ERROR or any(h.element for h in write.writer.chain()):
                 continue  # items of a caller's list of tensors: the functional-optimizer idiom
@@ -645,7 +646,7 @@ class ScopeAnalyzer(CallSemantics):
                 self.writes[(id(node), id(writer))] = write
             # Rebinding `.data` swaps the storage: old aliases keep the old memory. Memory
             # allocated by this very statement (`p.new(n).zero_()`) has no older aliases.
-            seen_by = () if op == ".data =" or writer.storage in fresh else live
+            seen_by = () if op in REBINDING_OPS or writer.storage in fresh else live
             for handle in seen_by:
                 if handle.storage.related(writer.storage) and handle not in state.retired:
                     state.stale[handle] = state.stale.get(handle, frozenset()) | {write}

@@ -83,6 +83,9 @@ class Handle:
             handle = handle.base
 
 
+REBINDING_OPS = frozenset({".data =", "set_"})
+
+
 @dataclass(eq=False)
 class Write:
     node: cst.CSTNode
@@ -103,7 +106,12 @@ class Write:
     @property
     def hidden(self) -> bool:
         """Autograd cannot see it: through `.data`, or rebinding `.data`."""
-        return self.writer.kind is AliasKind.DATA or self.op == ".data ="
+        return self.writer.kind is AliasKind.DATA or self.rebinds
+
+    @property
+    def rebinds(self) -> bool:
+        """`x.data = y` and `x.set_(y)` swap x's memory: aliases made before keep the old one."""
+        return self.op in REBINDING_OPS
 
 
 @dataclass(frozen=True, eq=False)
