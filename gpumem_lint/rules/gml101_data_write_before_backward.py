@@ -1,7 +1,7 @@
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.rules._alias_text import write_text
+from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
 

@@ -1,7 +1,7 @@
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.rules._alias_text import first_read, write_text
+from gpumem_lint.rules._reporting import first_reads, write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.values import AliasKind, Read
 
@@ -112,12 +112,7 @@ def finetune(model, batches):
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
-            by_snapshot: dict[int, list[Read]] = {}
-            for read in facts.reads:
-                if _is_snapshot_read(read, facts):
-                    by_snapshot.setdefault(id(read.reader.node), []).append(read)
-            for reads in by_snapshot.values():
-                read = first_read(ctx, reads)
+            for read in first_reads(ctx, facts, _is_snapshot_read, lambda read: id(read.reader.node)):
                 yield Report(
                     read.reader.node,
                     f"this `state_dict()` is not a snapshot: its tensors are the module's own, so "

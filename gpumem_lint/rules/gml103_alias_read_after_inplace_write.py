@@ -2,7 +2,7 @@ from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
-from gpumem_lint.rules._alias_text import alias_phrase, first_read, write_text
+from gpumem_lint.rules._reporting import alias_phrase, first_reads, write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.values import SNAPSHOT_KINDS, AliasKind, Read
@@ -151,12 +151,7 @@ def perturbed_pair(model, batch, scale: float):
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
-            by_write: dict[int, list[Read]] = {}
-            for read in facts.reads:
-                if _is_stale_snapshot(read, facts) or _is_copy_lookalike_write(read, facts):
-                    by_write.setdefault(id(read.write), []).append(read)
-            for reads in by_write.values():
-                read = first_read(ctx, reads)
+            for read in first_reads(ctx, facts, _is_reported, lambda read: id(read.write)):
                 yield Report(read.write.node, self._message(ctx, read))
 
     def _message(self, ctx: FileContext, read: Read) -> str:
@@ -184,6 +179,10 @@ def perturbed_pair(model, batch, scale: float):
             f"{ctx.line(write.writer.node)}, not a copy: `{read.place}`, read at line {ctx.line(read.node)}, "
             "changes too"
         )
+
+
+def _is_reported(read: Read, facts: ScopeFacts) -> bool:
+    return _is_stale_snapshot(read, facts) or _is_copy_lookalike_write(read, facts)
 
 
 def _is_stale_snapshot(read: Read, facts: ScopeFacts) -> bool:

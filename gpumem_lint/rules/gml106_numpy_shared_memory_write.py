@@ -2,7 +2,7 @@ from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
-from gpumem_lint.rules._alias_text import first_read, write_text
+from gpumem_lint.rules._reporting import first_reads, write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.values import AliasKind, Read
@@ -113,12 +113,7 @@ def augment(path):
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
-            by_write: dict[int, list[Read]] = {}
-            for read in facts.reads:
-                if _crosses_bridge(read, facts):
-                    by_write.setdefault(id(read.write), []).append(read)
-            for reads in by_write.values():
-                read = first_read(ctx, reads)
+            for read in first_reads(ctx, facts, _crosses_bridge, lambda read: id(read.write)):
                 yield Report(
                     read.write.node,
                     f"{write_text(ctx, read.write)} also changes `{read.place}` (read at line "

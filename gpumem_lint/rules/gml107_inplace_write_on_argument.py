@@ -5,7 +5,7 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
-from gpumem_lint.rules._alias_text import write_text
+from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.scopes import Scope
 

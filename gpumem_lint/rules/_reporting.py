@@ -1,8 +1,11 @@
-"""Words for the aliases and writes the rules talk about, shared by their messages."""
+"""What the alias rules share: words for aliases and writes, and which read to report."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+
 from gpumem_lint.context import FileContext
+from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.values import AliasKind, Handle, Read, Write
 
 _PHRASES = {
@@ -27,6 +30,20 @@ def write_text(ctx: FileContext, write: Write) -> str:
 
 def first_read(ctx: FileContext, reads: list[Read]) -> Read:
     return min(reads, key=lambda read: (ctx.line(read.node), ctx.positions[read.node].start.column))
+
+
+def first_reads(
+    ctx: FileContext,
+    facts: ScopeFacts,
+    matches: Callable[[Read, ScopeFacts], bool],
+    group: Callable[[Read], Hashable],
+) -> list[Read]:
+    """The earliest matching read of each group (per write, or per alias): one finding each."""
+    groups: dict[Hashable, list[Read]] = {}
+    for read in facts.reads:
+        if matches(read, facts):
+            groups.setdefault(group(read), []).append(read)
+    return [first_read(ctx, reads) for reads in groups.values()]
 
 
 def _shorten(code: str, limit: int = 60) -> str:
