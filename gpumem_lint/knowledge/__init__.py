@@ -61,6 +61,9 @@ class Knowledge:
     not_module_calls: frozenset[str]
     not_tensor_function_prefixes: tuple[str, ...]
     other_tensor_attributes: frozenset[str]
+    metadata_attributes: frozenset[str]
+    metadata_methods: frozenset[str]
+    metadata_functions: frozenset[str]
     foreach_prefix: str
     undeclared_mutators: dict[str, tuple[int, ...]]
 
@@ -139,6 +142,9 @@ def knowledge() -> Knowledge:
         not_module_calls=_set(hand["not_module_calls"]["methods"]),
         not_tensor_function_prefixes=tuple(hand["not_tensor_functions"]["prefixes"]),
         other_tensor_attributes=_set(hand["other_tensor_attributes"]["names"]),
+        metadata_attributes=_set(hand["metadata"]["attributes"]),
+        metadata_methods=_set(hand["metadata"]["methods"]),
+        metadata_functions=_set(hand["metadata"]["functions"]),
         foreach_prefix=hand["foreach"]["prefix"],
         undeclared_mutators={name: tuple(positions) for name, positions in hand["undeclared_mutators"].items()},
     )

@@ -37,11 +37,15 @@ class CallSemantics:
         func = node.func
         receiver: Value | None = None
         if isinstance(func, cst.Attribute):
-            # Appending to a list does not read what it already holds.
-            receiver = self._eval(func.value, state, record=func.attr.value not in _CONTAINER_STORES)
+            # Appending to a list, or asking for a size, does not read the values it holds.
+            method = func.attr.value
+            receiver = self._eval(
+                func.value, state, record=method not in _CONTAINER_STORES and method not in self.k.metadata_methods
+            )
         else:
             self._eval(func, state)
-        args = [self._eval(arg.value, state) for arg in node.args]
+        metadata = isinstance(func, cst.Name) and func.value in self.k.metadata_functions  # `len(x)`
+        args = [self._eval(arg.value, state, record=not metadata) for arg in node.args]
         name = dotted_name(func)
         if name is not None and not (
             isinstance(func, cst.Attribute)
@@ -75,7 +79,10 @@ class CallSemantics:
         k = self.k
         array = self._is_array(receiver)
         if method == "backward":
-            self._check_backward(node, node.func.value, state)
+            # `loss.backward()`, but `fabric.backward(loss)` / `accelerator.backward(loss)`.
+            positional = [arg.value for arg in node.args if arg.keyword is None]
+            subject = node.func.value if receiver.tensor or not positional else positional[0]
+            self._check_backward(node, subject, state)
             return EMPTY
         if method == "set_" and args:  # `x.set_(y)`: like `x.data = y`, invisible to autograd
             self._write(receiver, node, "set_", state)

@@ -512,6 +512,9 @@ class ScopeAnalyzer(CallSemantics):
 
     def _attribute(self, node: cst.Attribute, state: State, record: bool) -> Value | None:
         name = node.attr.value
+        if name in self.k.metadata_attributes:
+            self._eval(node.value, state, record=False)  # `prev.shape` does not read prev's values
+            return EMPTY
         if name in self.k.detach_properties:
             base = self._eval(node.value, state, record)
             return self._alias(base, node, AliasKind.DATA, tensor=True)
