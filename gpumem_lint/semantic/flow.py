@@ -298,10 +298,8 @@ class ScopeAnalyzer(CallSemantics):
 
     def _bind_sequence(self, target: cst.Tuple | cst.List, value: Value, made_by: cst.CSTNode, state: State) -> None:
         elements = target.elements
-        sources = made_by.elements if isinstance(made_by, (cst.Tuple, cst.List)) else None
-        if sources is not None and len(sources) == len(elements) and not any(
-            isinstance(e, cst.StarredElement) for e in (*elements, *sources)
-        ):
+        sources = _positional_sources(made_by, len(elements))
+        if sources is not None and not any(isinstance(e, cst.StarredElement) for e in elements):
             self._bind_pairwise(elements, sources, state)
             return
         for position, element in enumerate(elements):
@@ -313,20 +311,27 @@ class ScopeAnalyzer(CallSemantics):
                 handle = self._fresh((made_by, position), dotted_name(element.value) or "", value)
                 self._bind(element.value, value.with_handles({handle}), made_by, state)
 
-    def _bind_pairwise(self, elements, sources, state: State) -> None:
+    def _bind_pairwise(self, elements, sources: list[list[cst.BaseExpression]], state: State) -> None:
         """`a, b = b, a`: every source is evaluated before any target is bound, so a
         later target reads its source after the earlier targets were written
         (`x[0], x[1] = x[1], x[0]` does not swap two rows of a tensor)."""
         pending = []
-        for source in sources:
-            place = cst.Module([]).code_for_node(source.value)  # never a dotted name: no clash
-            # Already evaluated with the whole right-hand side: only its value is needed here.
-            state.env[place] = self._eval(source.value, state, record=False).handles
-            pending.append((place, source.value))
-        for element, (place, source) in zip(elements, pending):
+        for alternatives in sources:  # one expression, or one per branch of `p if c else q`
+            # Already evaluated with the whole right-hand side: only their values are needed here.
+            values = [self._eval(source, state, record=False) for source in alternatives]
+            value = Value(
+                frozenset().union(*(v.handles for v in values)),
+                any(v.tensor for v in values),
+                any(v.ndarray for v in values),
+                any(v.container for v in values),
+            )
+            place = " if ".join(cst.Module([]).code_for_node(source) for source in alternatives)  # never dotted
+            state.env[place] = value.handles  # live until bound, so earlier targets' writes reach it
+            pending.append((place, alternatives[0], value))
+        for element, (place, source, value) in zip(elements, pending):
             self._record_reads(place, source, state)
-            self._bind(element.value, Value(state.env.get(place, frozenset())), source, state)
-        for place, _ in pending:
+            self._bind(element.value, value, source, state)
+        for place, _, _ in pending:
             state.env.pop(place, None)
 
     def _hold(self, place: str, handles: frozenset[Handle], node: cst.CSTNode, state: State) -> None:
@@ -788,6 +793,20 @@ class ScopeAnalyzer(CallSemantics):
         return self.imports.qualify(target) in self.k.no_grad_contexts
 
     # -------------------------------------------------------------- backward
+
+def _positional_sources(node: cst.CSTNode, arity: int) -> list[list[cst.BaseExpression]] | None:
+    """The expression(s) each target of `a, b = <node>` receives, when the syntax says."""
+    if isinstance(node, (cst.Tuple, cst.List)):
+        if len(node.elements) != arity or any(isinstance(e, cst.StarredElement) for e in node.elements):
+            return None
+        return [[element.value] for element in node.elements]
+    if isinstance(node, cst.IfExp):
+        body, orelse = _positional_sources(node.body, arity), _positional_sources(node.orelse, arity)
+        if body is None or orelse is None:
+            return None
+        return [b + o for b, o in zip(body, orelse)]
+    return None
+
 
 def _operator(node: cst.AugAssign) -> str:
     return cst.Module([]).code_for_node(node.operator).strip()
