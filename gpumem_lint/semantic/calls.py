@@ -11,6 +11,7 @@ import libcst as cst
 
 from gpumem_lint.semantic.imports import dotted_name, place_prefixes
 from gpumem_lint.semantic.values import EMPTY, AliasKind, Role, State, Storage, Value
+from gpumem_lint.semantic.walk import Walker
 
 #: Shallow containers: they hold the same tensors, not copies.
 _IDENTITY_FUNCTIONS = frozenset({"dict", "list", "tuple", "copy.copy", "collections.OrderedDict", "OrderedDict"})
@@ -263,29 +264,32 @@ def _shallow_copy(value: Value) -> Value:
 
 
 def _places_in(node: cst.CSTNode) -> set[str]:
-    found: set[str] = set()
+    """The names and attribute paths an expression reads: `scaler.scale(loss)` -> the loss."""
+    collector = _PlaceCollector()
+    collector.walk(node)
+    return collector.found
 
-    class _Names(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> bool:
-            # `scaler.scale(loss)`: the loss, not the scaler.
-            if isinstance(call.func, cst.Attribute) and not isinstance(call.func.value, (cst.Name, cst.Attribute)):
-                call.func.value.visit(self)
-            for arg in call.args:
-                arg.value.visit(self)
-            return False
 
-        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
-            place = dotted_name(attribute)
-            if place is not None:
-                found.update(place_prefixes(place))
-                return False
+class _PlaceCollector(Walker):
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def visit_Call(self, call: cst.Call) -> bool:
+        if isinstance(call.func, cst.Attribute) and not isinstance(call.func.value, (cst.Name, cst.Attribute)):
+            self.walk(call.func.value)
+        for arg in call.args:
+            self.walk(arg.value)
+        return False
+
+    def visit_Attribute(self, attribute: cst.Attribute) -> bool:
+        place = dotted_name(attribute)
+        if place is None:
             return True
+        self.found.update(place_prefixes(place))
+        return False
 
-        def visit_Name(self, name: cst.Name) -> None:
-            found.add(name.value)
-
-    node.visit(_Names())
-    return found
+    def visit_Name(self, name: cst.Name) -> None:
+        self.found.add(name.value)
 
 
 def _keyword(node: cst.Call, name: str) -> cst.BaseExpression | None:

@@ -20,7 +20,7 @@ class SemanticModel:
     @classmethod
     def build(cls, module: cst.Module) -> SemanticModel:
         collector = ScopeCollector(module)
-        module.visit(collector)
+        collector.walk(module)
         scopes = collector.finish()
         facts = [ScopeAnalyzer(scope, collector.imports).run() for scope in scopes]
         mutators = _mutators(facts)

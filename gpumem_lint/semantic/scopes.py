@@ -9,6 +9,7 @@ import libcst as cst
 
 from gpumem_lint.knowledge import knowledge
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
+from gpumem_lint.semantic.walk import Walker
 
 #: Annotations that say a parameter is not a tensor (`x += 1` rebinds it).
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "complex", "None"})
@@ -53,7 +54,7 @@ class _Class:
     methods: list[Scope] = field(default_factory=list)
 
 
-class ScopeCollector(cst.CSTVisitor):
+class ScopeCollector(Walker):
     """Collects imports and scopes in one traversal."""
 
     def __init__(self, module: cst.Module) -> None:
@@ -104,7 +105,7 @@ class ScopeCollector(cst.CSTVisitor):
         self._classes.pop()
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)  # not the keyword: `inplace=True` is not an inplace flag
+        self.walk(node.value)  # not the keyword: `inplace=True` is not an inplace flag
         return False
 
     def visit_Call(self, node: cst.Call) -> None:
