@@ -38,21 +38,32 @@ _LAYOUT = (
 )
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_IS_LAYOUT: dict[type, bool] = {}
 
 
 def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
-    names = _FIELDS.get(type(node))
+    kind = type(node)
+    names = _FIELDS.get(kind)
     if names is None:
-        names = _FIELDS[type(node)] = tuple(f.name for f in fields(node))
+        # Whitespace fields are layout by name; checking their values would cost an
+        # abstract-class isinstance per node.
+        names = _FIELDS[kind] = tuple(f.name for f in fields(node) if "whitespace" not in f.name)
     children: list[cst.CSTNode] = []
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not isinstance(value, _LAYOUT):
-                children.append(value)
-        elif isinstance(value, (list, tuple)):
-            children.extend(item for item in value if isinstance(item, cst.CSTNode) and not isinstance(item, _LAYOUT))
+        if isinstance(value, (list, tuple)):
+            children.extend(item for item in value if _is_syntax(item))
+        elif _is_syntax(value):
+            children.append(value)
     return children
+
+
+def _is_syntax(value: object) -> bool:
+    kind = type(value)
+    layout = _IS_LAYOUT.get(kind)
+    if layout is None:
+        layout = _IS_LAYOUT[kind] = not isinstance(value, cst.CSTNode) or isinstance(value, _LAYOUT)
+    return not layout
 
 
 _HANDLERS: dict[tuple[type, type], tuple] = {}
