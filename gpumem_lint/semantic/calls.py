@@ -124,7 +124,8 @@ class CallSemantics:
             # An optimizer we did not see built: it may update any module of this scope.
             self._write_storages(self.module_storages, node, "step()", state)
             return EMPTY
-        if _is_training_call(method) and method != "step":
+        dict_like = receiver.container or AliasKind.STATE_DICT in receiver.kinds
+        if _is_training_call(method) and method != "step" and not dict_like:  # `sd.update(other)` is a dict's
             # `trainer.fit(model)` trains its argument; `ema.update(model)` only reads it.
             targets = [receiver, *args] if method.startswith(("train", "fit")) else [receiver]
             self._write_modules(targets, node, state)
@@ -238,9 +239,11 @@ class CallSemantics:
                 self._write(value, node, f"{mutator.name}()", state, callee=mutator.name)
 
     def _write_modules(self, values: list[Value], node: cst.CSTNode, state: State) -> None:
-        modules = [h for value in values for h in value.handles if h.storage in self.module_storages]
-        if modules:
-            self._write(Value(frozenset(modules)), node, "training call", state, module=True)
+        """`train_one_epoch(model)`, `self.train_epoch()`: the modules they reach are trained."""
+        storages = {h.storage for value in values for h in value.handles}
+        trained = {module for module in self.module_storages if any(module.related(s) for s in storages)}
+        if trained:
+            self._write_storages(trained, node, "training call", state)
 
     def _write_optimizer_targets(self, optimizer: Value, node: cst.CSTNode, state: State) -> None:
         targets = {storage for h in optimizer.handles for storage in h.targets}
