@@ -47,7 +47,6 @@ class Knowledge:
     parameter_methods: frozenset[str]
     load_methods: frozenset[str]
     copy_functions: frozenset[str]
-    copy_methods: frozenset[str]
     not_data_writes: frozenset[str]
     no_grad_contexts: frozenset[str]
     functional_inplace_kwarg: frozenset[str]
@@ -128,7 +127,6 @@ def knowledge() -> Knowledge:
         parameter_methods=_set(hand["module_state"]["parameter_methods"]),
         load_methods=_set(hand["module_state"]["load_methods"]),
         copy_functions=_set(hand["copies"]["functions"]),
-        copy_methods=_set(hand["copies"]["methods"]),
         not_data_writes=_set(hand["not_data_writes"]["methods"]),
         no_grad_contexts=_set(hand["no_grad_contexts"]["functions"]),
         functional_inplace_kwarg=_set(ops["functional_inplace_kwarg"]),

@@ -184,7 +184,7 @@ class CallSemantics:
             return self._fresh_value(node, ndarray=True)
         if qualified.startswith("torch.optim.") and qualified.count(".") == 2 and qualified[12:13].isupper():
             storages = frozenset(h.storage for value in args for h in value.handles if h.kind is AliasKind.PARAMETERS)
-            handle = self._handle(("optim", id(node)), Storage("optimizer", "fresh", node=node), AliasKind.OWN, node)
+            handle = self._handle(("optim", id(node)), Storage("optimizer", "fresh"), AliasKind.OWN, node)
             handle.role, handle.targets = Role.OPTIMIZER, storages
             return Value(frozenset({handle}))
         if qualified.startswith("torch.nn.init."):
@@ -203,7 +203,7 @@ class CallSemantics:
         if qualified.startswith("torch.nn.") and qualified.count(".") == 2:
             name = qualified.rsplit(".", 1)[1]
             if name in k.module_inplace_kwarg and _is_true(_keyword(node, "inplace")):
-                handle = self._handle(("module", id(node)), Storage(name, "fresh", node=node), AliasKind.OWN, node)
+                handle = self._handle(("module", id(node)), Storage(name, "fresh"), AliasKind.OWN, node)
                 handle.role = Role.INPLACE_MODULE
                 return Value(frozenset({handle}))
             return self._fresh_value(node)

@@ -349,7 +349,7 @@ class ScopeAnalyzer(CallSemantics):
             return handle
         stored = self._handle(
             ("stored", id(node), id(handle.storage), handle.kind), handle.storage, handle.kind, node,
-            source=handle.source, partial=handle.partial, index=handle.index, tensor=handle.tensor,
+            partial=handle.partial, index=handle.index, tensor=handle.tensor,
             ndarray=handle.ndarray, base=handle, stored=True,
         )
         self._born.add(stored)
@@ -585,7 +585,7 @@ class ScopeAnalyzer(CallSemantics):
         """Iterating a list of tensors yields one of them at a time: a part of what the list holds."""
         handles = {
             self._handle(
-                ("element", id(node), id(h.storage), h.kind), h.storage, h.kind, node, source=h.source, partial=True,
+                ("element", id(node), id(h.storage), h.kind), h.storage, h.kind, node, partial=True,
                 tensor=h.tensor, ndarray=h.ndarray, base=h, element=True,
             )
             for h in container.handles
@@ -695,7 +695,6 @@ class ScopeAnalyzer(CallSemantics):
                 source.storage,
                 inherited,
                 node,
-                source=getattr(node, "value", None) if not isinstance(node, cst.Call) else _receiver(node),
                 partial=partial or source.partial,
                 index=index,
                 tensor=base.tensor if tensor is None else tensor,

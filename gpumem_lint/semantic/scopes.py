@@ -24,7 +24,6 @@ class Scope:
     body: tuple
     name: str
     class_name: str | None = None
-    class_bases: tuple[str, ...] = ()
     params: dict[str, bool | None] = field(default_factory=dict)  # name -> tensor? (None: unknown)
     no_grad: bool = False  # decorated @torch.no_grad() / @torch.inference_mode()
     inplace_modules: set[str] = field(default_factory=set)  # "self.act" = nn.ReLU(inplace=True)
@@ -48,7 +47,6 @@ class Scope:
 @dataclass
 class _Class:
     name: str
-    bases: tuple[str, ...]
     inplace_modules: set[str] = field(default_factory=set)
     pending: list[tuple[str, cst.Call]] = field(default_factory=list)
     methods: list[Scope] = field(default_factory=list)
@@ -72,8 +70,7 @@ class ScopeCollector(Walker):
         self.imports.add(node)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        bases = tuple(name for arg in node.bases if (name := dotted_name(arg.value)) is not None)
-        info = _Class(node.name.value, bases)
+        info = _Class(node.name.value)
         self._classes.append(info)
         self._all_classes.append(info)
 
@@ -87,7 +84,6 @@ class ScopeCollector(Walker):
             tuple(node.body.body) if isinstance(node.body, cst.IndentedBlock) else tuple(node.body.body),
             node.name.value,
             owner.name if owner else None,
-            owner.bases if owner else (),
             _parameters(node, is_method=owner is not None, imports=self.imports),
             docstring=node.get_docstring(),
             enclosing=tuple(scope.name for scope in self._functions[1:]),

@@ -46,7 +46,6 @@ class Storage:
     label: str
     origin: str  # "param", "external", "fresh"
     parent: Storage | None = None
-    node: cst.CSTNode | None = None
 
     def lineage(self) -> Iterator[Storage]:
         storage: Storage | None = self
@@ -64,7 +63,6 @@ class Handle:
     storage: Storage
     kind: AliasKind
     node: cst.CSTNode | None  # the expression that made it; None for a parameter
-    source: cst.BaseExpression | None = None  # the aliased expression, for messages
     partial: bool = False  # reaches only part of the storage (x[0], narrow, select)
     index: str | None = None  # the subscript, to tell `x[i]` from `x[j]`
     tensor: bool = False  # evidence that this is a tensor (or an ndarray)
