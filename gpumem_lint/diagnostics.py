@@ -1,4 +1,4 @@
-"""The value types every layer shares: positions and diagnostics."""
+"""The value types every layer shares: positions, fixes and diagnostics."""
 
 from __future__ import annotations
 
@@ -19,6 +19,33 @@ class Position:
     column: int
 
 
+class Applicability(str, Enum):
+    """Whether a fix keeps the program's meaning (SAFE, applied by `--fix`) or may change
+    what it does, uses or costs (UNSAFE, applied only with `--unsafe-fixes`), as in ruff."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace the text from `start` up to `end` (exclusive) by `content`; start == end inserts."""
+
+    start: Position
+    end: Position
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    """Edits applied together or not at all. Rules build one with `gpumem_lint.fixes`."""
+
+    edits: tuple
+    applicability: Applicability
+    #: What the fix does, for `--show-fixes` and machine formats; the rule's fix_title when None.
+    title: str | None = None
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     path: str
@@ -29,6 +56,7 @@ class Diagnostic:
     message: str
     help: str | None
     severity: Severity
+    fix: Fix | None = None
 
     @property
     def sort_key(self) -> tuple:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gpumem_lint.diagnostics import Applicability
 from gpumem_lint.rules.base import Rule
 
 INDEX_NAME = "README.md"
@@ -17,10 +18,18 @@ def render_rule_page(rule: type[Rule]) -> str:
     summary = rule.summary if rule.summary.endswith((".", "!", "?")) else rule.summary + "."
     return (
         f"# {rule.name} ({rule.code})\n\n"
-        f"Severity: {rule.severity.value}. No automatic fix.\n\n"
+        f"Severity: {rule.severity.value}. {fix_availability(rule)}\n\n"
         f"{summary}\n\n"
         f"{rule.documentation()}\n"
     )
+
+
+def fix_availability(rule: type[Rule]) -> str:
+    if rule.fix_applicability is None:
+        return "No automatic fix."
+    if rule.fix_applicability is Applicability.SAFE:
+        return "Safe fix available (`--fix`)."
+    return "Unsafe fix available (`--fix --unsafe-fixes`)."
 
 
 def render_index(rules: Sequence[type[Rule]]) -> str:

@@ -19,9 +19,11 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Diagnostic, Position
+from gpumem_lint.fixes import locate
 from gpumem_lint.noqa import parse_suppressions
 from gpumem_lint.rules import InternalError, InvalidSyntax, UnreadableFile
 from gpumem_lint.rules.base import Report, Rule
+from gpumem_lint.rules.gml002_unused_suppression import UnusedSuppression, unused_suppressions
 
 
 def lint_path(path: Path, display: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
@@ -48,6 +50,17 @@ def decode_source(data: bytes) -> str:
 
 
 def lint_source(text: str, display: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
+    used: set[tuple[int, str]] = set()
+    diagnostics = _check(text, display, rules, used)
+    if UnusedSuppression in rules:
+        diagnostics = sorted(
+            [*diagnostics, *unused_suppressions(text, display, rules, diagnostics, used)], key=lambda d: d.sort_key
+        )
+    return diagnostics
+
+
+def _check(text: str, display: str, rules: Sequence[type[Rule]], used: set[tuple[int, str]]) -> list[Diagnostic]:
+    """The rules' findings; `used` collects (row, code) of each `# noqa` that suppressed one."""
     active = [rule for rule in rules if rule.triggers and any(t in text for t in rule.triggers)]
     if not active:
         return _syntax_only(text, display, rules)
@@ -67,10 +80,12 @@ def lint_source(text: str, display: str, rules: Sequence[type[Rule]]) -> list[Di
             return _internal_error(display, rules, rule)
     if not reports:
         return []
-    return _locate_and_suppress(ctx, reports)
+    return _locate_and_suppress(ctx, reports, used)
 
 
-def _locate_and_suppress(ctx: FileContext, reports: list[tuple[type[Rule], Report]]) -> list[Diagnostic]:
+def _locate_and_suppress(
+    ctx: FileContext, reports: list[tuple[type[Rule], Report]], used: set[tuple[int, str]]
+) -> list[Diagnostic]:
     positions = ctx.positions
     suppressions = parse_suppressions(ctx.text)
     display = ctx.path
@@ -79,14 +94,17 @@ def _locate_and_suppress(ctx: FileContext, reports: list[tuple[type[Rule], Repor
         span = positions[report.node]
         start = Position(span.start.line, span.start.column + 1)
         end = Position(span.end.line, span.end.column + 1)
-        if suppressions.suppresses(rule.code, (start.row, end.row)):
+        suppressing_row = suppressions.suppressing_row(rule.code, (start.row, end.row))
+        if suppressing_row is not None:
+            used.add((suppressing_row, rule.code))
             continue
         # One finding per rule and position: `x.sub_(m).div_(s)` is one write statement.
         key = (rule.code, start)
         if key in diagnostics and diagnostics[key].end >= end:
             continue
+        fix = locate(report.fix, positions) if report.fix else None
         diagnostics[key] = Diagnostic(
-            display, start, end, rule.code, rule.name, report.message, rule.fix_title, rule.severity
+            display, start, end, rule.code, rule.name, report.message, rule.fix_title, rule.severity, fix
         )
     return sorted(diagnostics.values(), key=lambda d: d.sort_key)
 

@@ -27,13 +27,17 @@ class Suppressions:
     line_codes: dict[int, frozenset[str]] = field(default_factory=dict)
 
     def suppresses(self, code: str, rows: tuple[int, ...]) -> bool:
+        return self.suppressing_row(code, rows) is not None
+
+    def suppressing_row(self, code: str, rows: tuple[int, ...]) -> int | None:
+        """The row of the directive that suppresses `code` on `rows`: 0 for a file-level one."""
         if "*" in self.file_codes or code in self.file_codes:
-            return True
+            return 0
         for row in rows:
             codes = self.line_codes.get(row)
             if codes is not None and ("*" in codes or code in codes):
-                return True
-        return False
+                return row
+        return None
 
 
 def parse_suppressions(text: str) -> Suppressions:
@@ -49,7 +53,17 @@ def parse_suppressions(text: str) -> Suppressions:
         if file_match:
             file_codes |= _codes(file_match)
             continue
-        line_match = _LINE_NOQA.search(line)
+        line_match = line_directive(line)
         if line_match:
             line_codes[row] = _codes(line_match)
     return Suppressions(frozenset(file_codes), line_codes)
+
+
+def line_directive(line: str) -> re.Match[str] | None:
+    """A line's `# noqa` directive; its group "codes" spans the codes, None for a bare `# noqa`.
+
+    A file-level `# gpumem-lint: noqa` is not a line directive.
+    """
+    if _FILE_NOQA.search(line):
+        return None
+    return _LINE_NOQA.search(line)

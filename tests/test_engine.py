@@ -30,8 +30,13 @@ def findings(source: str | bytes) -> list[tuple[int, int, str]]:
         pytest.param(STALE.format(comment=""), [(7, 9, "GML103")], id="reported once for a chained write"),
         pytest.param(STALE.format(comment="  # noqa"), [], id="bare noqa"),
         pytest.param(STALE.format(comment="  # noqa: GML103"), [], id="noqa with the code"),
-        pytest.param(STALE.format(comment="  # NOQA:GML106, GML103"), [], id="noqa with several codes"),
-        pytest.param(STALE.format(comment="  # noqa: GML106"), [(7, 9, "GML103")], id="noqa for another code"),
+        pytest.param(
+            STALE.format(comment="  # NOQA:GML106, GML103"), [(7, 37, "GML002")], id="noqa with an unused code"
+        ),
+        pytest.param(
+            STALE.format(comment="  # noqa: GML106"), [(7, 9, "GML103"), (7, 37, "GML002")], id="noqa for another code"
+        ),
+        pytest.param(STALE.format(comment="  # noqa: GML103, E501"), [], id="other tools' codes are theirs"),
         pytest.param("# gpumem-lint: noqa\n" + STALE.format(comment=""), [], id="file-level noqa"),
         pytest.param(
             "# gpumem-lint: noqa: GML103\n" + STALE.format(comment=""), [], id="file-level noqa with the code"

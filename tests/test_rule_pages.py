@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gpumem_lint.diagnostics import Applicability
 from gpumem_lint.docs import INDEX_NAME, render_index, render_rule_page
 from gpumem_lint.rules import ALL_RULES
 from gpumem_lint.rules.base import DOC_SECTIONS
@@ -46,7 +47,12 @@ def test_documentation_has_every_section_in_order(rule):
 def test_page_starts_with_title_and_metadata(rule):
     lines = render_rule_page(rule).splitlines()
     assert lines[0] == f"# {rule.name} ({rule.code})"
-    assert lines[2] == f"Severity: {rule.severity.value}. No automatic fix."
+    availability = {
+        None: "No automatic fix.",
+        Applicability.SAFE: "Safe fix available (`--fix`).",
+        Applicability.UNSAFE: "Unsafe fix available (`--fix --unsafe-fixes`).",
+    }[rule.fix_applicability]
+    assert lines[2] == f"Severity: {rule.severity.value}. {availability}"
 
 
 def load_generator(monkeypatch, rules_dir: Path):

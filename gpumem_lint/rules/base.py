@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from gpumem_lint.diagnostics import Severity
+from gpumem_lint.diagnostics import Applicability, Fix, Severity
 
 if TYPE_CHECKING:
     from gpumem_lint.context import FileContext
@@ -33,18 +33,25 @@ DOC_SECTIONS = (
 
 @dataclass(frozen=True)
 class Invalid:
-    """A snippet the rule must flag, on exactly the given 1-based lines."""
+    """A snippet the rule must flag, on exactly the given 1-based lines.
+
+    `fixed` is the source after applying every fix the findings offer (unsafe ones too);
+    it is required when the rule offers a fix for the snippet, and must be None otherwise.
+    """
 
     code: str
     lines: tuple[int, ...]
+    fixed: str | None = None
 
 
 @dataclass(frozen=True)
 class Report:
-    """What a rule hands to the engine: the node to underline and what to say."""
+    """What a rule hands to the engine: the node to underline, what to say, and
+    optionally a fix (see `gpumem_lint.fixes`)."""
 
     node: cst.CSTNode
     message: str
+    fix: Fix | None = None
 
 
 class Rule:
@@ -57,6 +64,8 @@ class Rule:
     fix_title: ClassVar[str]
     #: A file that contains none of these substrings cannot hold the hazard.
     triggers: ClassVar[tuple[str, ...]] = ()
+    #: The tier of the fixes the rule offers (shown on its page), or None when it offers none.
+    fix_applicability: ClassVar[Applicability | None] = None
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[Invalid, ...]] = ()
 

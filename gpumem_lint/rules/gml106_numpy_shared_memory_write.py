@@ -1,11 +1,18 @@
 from collections.abc import Iterator
 
+import libcst as cst
+
 from gpumem_lint.context import FileContext
-from gpumem_lint.diagnostics import Severity
+from gpumem_lint.diagnostics import Applicability, Severity
+from gpumem_lint.fixes import Fix, insert_after
 from gpumem_lint.rules._reporting import first_reads, write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
-from gpumem_lint.semantic.values import AliasKind, Read
+from gpumem_lint.semantic.values import AliasKind, Handle, Read
+
+# Bridges by what they return: a tensor is copied with `.clone()`, an ndarray with `.copy()`.
+_TENSOR_BRIDGES = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray"})
+_ARRAY_BRIDGES = frozenset({"numpy.asarray", "numpy.array"})
 
 
 class NumpySharedMemoryWrite(Rule):
@@ -46,8 +53,11 @@ class NumpySharedMemoryWrite(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix yet. Copying (`torch.tensor(a)`, `t.numpy().copy()`)
-    costs one copy of the data.
+    The fix copies at the bridge: `.clone()` after `torch.from_numpy(a)` /
+    `torch.as_tensor(a)` / `torch.asarray(a)`, `.copy()` after `t.numpy()` / `np.asarray(t)`.
+    It is unsafe: the copy costs memory and time for every call, and code that relied on
+    the two sides sharing memory (a buffer meant to be seen through the tensor) changes
+    meaning. Apply it with `--fix --unsafe-fixes` and review the diff.
 
     ## References
     - [`torch.from_numpy`](https://docs.pytorch.org/docs/stable/generated/torch.from_numpy.html)
@@ -60,6 +70,7 @@ class NumpySharedMemoryWrite(Rule):
     summary = "In-place write on one side of a numpy bridge while the other side is still used"
     fix_title = "Copy at the bridge (`torch.tensor(a)`, `t.numpy().copy()`, `.clone()`) when the two must differ"
     triggers = ("numpy", "as_tensor", "asarray")
+    fix_applicability = Applicability.UNSAFE
     VALID = (
         """
 import numpy as np
@@ -96,6 +107,18 @@ def load(reader, batch, dim):
     return torch.stack(batches)
 """,
             (9,),
+            fixed="""
+import numpy as np
+import torch
+
+def load(reader, batch, dim):
+    buffer = np.empty((batch, dim), dtype=np.float32)
+    batches = []
+    for chunk in reader:
+        buffer[:] = chunk
+        batches.append(torch.from_numpy(buffer).clone())
+    return torch.stack(batches)
+""",
         ),
         Invalid(
             """
@@ -108,6 +131,15 @@ def augment(path):
     return original.mean(), t.mean()
 """,
             (7,),
+            fixed="""
+import torch
+
+def augment(path):
+    t = torch.load(path)
+    original = t.numpy().copy()
+    t.mul_(2)
+    return original.mean(), t.mean()
+""",
         ),
     )
 
@@ -118,7 +150,25 @@ def augment(path):
                     read.write.node,
                     f"{write_text(ctx, read.write)} also changes `{read.place}` (read at line "
                     f"{ctx.line(read.node)}): the two sides of the numpy bridge share memory",
+                    fix=_copy_at_bridge(ctx, read),
                 )
+
+
+def _copy_at_bridge(ctx: FileContext, read: Read) -> Fix | None:
+    """Copy where the shared side is made, so the side read later owns its memory."""
+    shared: Handle = read.reader if read.reader.kind is AliasKind.NUMPY else read.write.writer
+    for handle in shared.chain():
+        call = handle.node
+        if handle.kind is not AliasKind.NUMPY or not isinstance(call, cst.Call):
+            continue
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "numpy" and not call.args:
+            return Fix((insert_after(call, ".copy()"),), Applicability.UNSAFE)
+        name = ctx.semantic.imports.qualify(call.func)
+        if name in _TENSOR_BRIDGES:
+            return Fix((insert_after(call, ".clone()"),), Applicability.UNSAFE)
+        if name in _ARRAY_BRIDGES:
+            return Fix((insert_after(call, ".copy()"),), Applicability.UNSAFE)
+    return None
 
 
 def _crosses_bridge(read: Read, facts: ScopeFacts) -> bool:
