@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from gpumem_lint.semantic.model import SemanticModel
+from gpumem_lint.semantic.module_graph import ModuleGraph
+from gpumem_lint.semantic.program_order import ProgramOrder
 
 
 @dataclass
@@ -16,11 +19,23 @@ class FileContext:
     path: str
     text: str
     module: cst.Module
+    #: Other files whose content the findings depend on (first-party modules run at import).
+    dependencies: set[Path] = field(default_factory=set)
 
     @cached_property
     def semantic(self) -> SemanticModel:
         """Built once, on the first rule that asks, and shared by every rule."""
         return SemanticModel.build(self.module)
+
+    @cached_property
+    def program_order(self) -> ProgramOrder:
+        """What runs before what (see semantic/program_order.py); first-party imports are read when the
+        display path names a real file, and recorded in `dependencies`."""
+        source = Path(self.path)
+        graph = ModuleGraph(source.resolve()) if source.is_file() else None
+        if graph is not None:
+            graph.dependencies = self.dependencies  # filled as the order is built
+        return ProgramOrder(self.module, self.path, self.line, graph, graph.source if graph else None)
 
     @cached_property
     def positions(self) -> dict[cst.CSTNode, CodeRange]:

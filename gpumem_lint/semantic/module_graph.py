@@ -1,0 +1,206 @@
+"""First-party imports: which files of the project an import statement runs, and what they do at import.
+
+The engine lints one file at a time, so another module is read here, lazily: resolved relative
+to the importing file's directory (Python puts a script's directory on `sys.path`), its package
+(relative imports), and the project root (the nearest directory above with pyproject.toml,
+setup.py or .git, and its `src/`). Only files inside the project root are followed, at most
+`MAX_IMPORT_DEPTH` imports deep. Each module's summary — the events it causes at import time, in
+order, with its own file and line — is cached per process and per file version.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from gpumem_lint.semantic.imports import dotted_name
+
+#: How many imports deep first-party modules are followed (the linted file's imports are depth 1).
+MAX_IMPORT_DEPTH = 3
+_ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+#: Larger modules are not summarised (generated tables, vendored code).
+_MAX_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class ImportSite:
+    """An event another module causes at import: as `Site`, with the module's path."""
+
+    event: str
+    call: str
+    line: int
+    file: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class _Summary:
+    sites: tuple[ImportSite, ...]
+    files: frozenset[Path]  # the module and every first-party module it imports at import time
+
+
+class ModuleGraph:
+    """Resolves the imports of one linted file; `dependencies` collects every file consulted."""
+
+    def __init__(self, source: Path, depth: int = 1) -> None:
+        self.source = source
+        self.depth = depth
+        self.root = project_root(source.parent)
+        self.dependencies: set[Path] = set()
+
+    def import_sites(self, node: cst.Import | cst.ImportFrom, source: Path) -> list[ImportSite]:
+        if self.depth > MAX_IMPORT_DEPTH:
+            return []
+        sites: list[ImportSite] = []
+        for path in resolve_import(node, source, self.root):
+            summary = _summary(path, _mtime(path), self.depth)
+            if summary is None:
+                continue
+            self.dependencies |= summary.files
+            for site in summary.sites:
+                sites.append(
+                    ImportSite(site.event, site.call, site.line, _display(site.path, self.source), site.path)
+                )
+        return sites
+
+
+def project_root(directory: Path) -> Path:
+    for candidate in (directory, *directory.parents):
+        if any((candidate / marker).exists() for marker in _ROOT_MARKERS):
+            return candidate
+    return directory
+
+
+def resolve_import(node: cst.Import | cst.ImportFrom, source: Path, root: Path) -> list[Path]:
+    """The first-party files an import statement executes, outermost package first."""
+    if isinstance(node, cst.Import):
+        found: list[Path] = []
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            if name:
+                found.extend(_absolute(name.split("."), source, root))
+        return _dedupe(found, source)
+    names = [] if isinstance(node.names, cst.ImportStar) else [
+        alias.name.value for alias in node.names if isinstance(alias.name, cst.Name)
+    ]
+    module = dotted_name(node.module) if node.module is not None else ""
+    if module is None:
+        return []
+    parts = module.split(".") if module else []
+    if node.relative:
+        base = source.parent
+        for _ in range(len(node.relative) - 1):
+            base = base.parent
+        if not base.is_relative_to(root):
+            return []
+        files = _walk_package(base, parts, root)
+        # `from . import x` / `from .pkg import x`: x may be a submodule.
+        package = base.joinpath(*parts)
+        files += [file for name in names if (file := _module_file(package / name)) is not None]
+        return _dedupe(files, source)
+    files = _absolute(parts, source, root)
+    if files and files[-1].name == "__init__.py":
+        package = files[-1].parent
+        files += [file for name in names if (file := _module_file(package / name)) is not None]
+    return _dedupe(files, source)
+
+
+def _absolute(parts: list[str], source: Path, root: Path) -> list[Path]:
+    for base in dict.fromkeys((source.parent, root, root / "src")):
+        if base.is_relative_to(root):
+            files = _walk_package(base, parts, root)
+            if len(files) == len(parts):
+                return files
+    return []
+
+
+def _walk_package(base: Path, parts: list[str], root: Path) -> list[Path]:
+    """`base/a/__init__.py`, `base/a/b.py` for a.b: every file that runs, stopping at the first missing."""
+    files: list[Path] = []
+    current = base
+    for part in parts:
+        current = current / part
+        file = _module_file(current)
+        if file is None or not file.is_relative_to(root):
+            break
+        files.append(file)
+    return files
+
+
+def _module_file(stem: Path) -> Path | None:
+    for candidate in (stem.with_suffix(".py") if stem.name else None, stem / "__init__.py"):
+        if candidate is not None and candidate.is_file():
+            return candidate
+    return None
+
+
+def _dedupe(files: list[Path], source: Path) -> list[Path]:
+    seen = {source.resolve()}
+    result = []
+    for file in files:
+        resolved = file.resolve()
+        if resolved not in seen:
+            seen.add(resolved)
+            result.append(resolved)
+    return result
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return -1
+
+
+def _display(path: Path, source: Path) -> str:
+    try:
+        return Path(os.path.relpath(path, source.parent)).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+_IN_PROGRESS: set[Path] = set()
+
+
+@lru_cache(maxsize=512)
+def _summary(path: Path, mtime: int, depth: int) -> _Summary | None:
+    """What importing `path` causes; None when it cannot be read or parsed, or is being summarised (a cycle)."""
+    from gpumem_lint.semantic.program_order import ProgramOrder
+
+    if mtime < 0 or path in _IN_PROGRESS:
+        return None
+    try:
+        data = path.read_bytes()
+        if len(data) > _MAX_BYTES:
+            return None
+        module = cst.parse_module(data)
+    except (OSError, cst.ParserSyntaxError, RecursionError, MemoryError, UnicodeDecodeError, SyntaxError):
+        return None
+    _IN_PROGRESS.add(path)
+    try:
+        graph = ModuleGraph(path, depth + 1)
+        positions: dict = {}
+
+        def line_of(node: cst.CSTNode) -> int:
+            if not positions:
+                positions.update(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+            return positions[node].start.line
+
+        order = ProgramOrder(module, path.name, line_of, graph, path)
+        sites = tuple(
+            # Events of modules it imports keep their own file; the module's own are at `path`.
+            ImportSite(site.event, site.call, site.line, site.file, path if site.via is None else _nested(site, graph))
+            for site in order.import_time_sites()
+        )
+        return _Summary(sites, frozenset({path, *graph.dependencies}))
+    finally:
+        _IN_PROGRESS.discard(path)
+
+
+def _nested(site, graph: ModuleGraph) -> Path:
+    return (graph.source.parent / site.file).resolve()

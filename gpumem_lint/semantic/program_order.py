@@ -1,0 +1,563 @@
+"""Program order: what has run before a given call or statement, on some path.
+
+A file is run in two ways: as a script (module body in order, the `if __name__ == "__main__":`
+block included), and as an imported module whose functions are called later. The model lays
+both out as *timelines* of steps (every call, and every small statement such as an assignment
+or a `del`), in evaluation order:
+
+- the script timeline: the module body with the main block;
+- one timeline per function or method: the module's import-time steps (the main block
+  excluded), then the function's body.
+
+Calls to functions of the same module (`main()`, `setup(args)`), to methods of the same class
+(`self.setup()`) and constructors of classes of the same module (`Trainer(cfg)` runs
+`__init__`) are followed into their bodies, up to `MAX_DEPTH` calls deep. `import utils` /
+`from .data import x` of a first-party module (a file found inside the project, see
+`module_graph`) adds the events that module causes at import time, with their own file and
+line, so "CUDA initialised at import of utils.py:3" is found; those files are recorded in
+`FileContext.dependencies`.
+
+"On some path": an `if` arm and its `else` arm are exclusive; an arm that ends in `return`
+ends its function's path, one that ends in `raise`/`sys.exit()` ends the program's; inside a
+loop, a step later in the body also precedes an earlier one (the next iteration).
+
+Each call is classified with the lock-in table (`knowledge/lockin.toml`): the events it causes
+(`"cuda_driver_init"`, `"torch_cuda_init"`, `"context_creation"`, `"first_allocation"`,
+`"process_group_init"`, `"first_collective"`, `"import_torch"`), with everything they imply,
+plus `"process_launch"` for calls that start processes (subprocess, multiprocessing, spawn).
+
+API (for rules; build through `ctx.program_order`, cached per file):
+
+    order = ctx.program_order
+    site = order.first_event_before(node, {"cuda_driver_init"})
+    # -> Site(event="first_allocation", call="model.cuda()", line=12, file="train.py", via=None)
+    #    or None. `node` is a Call or a small statement (Assign, AugAssign, Del, Expr, ...).
+    #    CUDA_INIT_EVENTS (= every event that runs cuInit) is what a fork-after-CUDA rule asks for.
+    order.first_event_after(node, {"process_launch"})   # same, for steps after the node
+    order.executed(node)                                 # does any timeline reach the node?
+
+`Site.via` names the import that ran a call of another module ("`import utils` at line 2"),
+and then `Site.file`/`Site.line` are that module's (its path relative to the linted file's
+directory when possible).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from gpumem_lint.knowledge.lockin import CUDA_INIT, lockin_table
+from gpumem_lint.semantic.env_writes import env_writes, module_string_constants
+from gpumem_lint.semantic.imports import ImportTable, dotted_name
+from gpumem_lint.semantic.walk import Walker
+
+if TYPE_CHECKING:
+    from gpumem_lint.semantic.module_graph import ModuleGraph
+
+#: How many calls deep same-module functions are followed.
+MAX_DEPTH = 4
+#: A timeline stops following calls beyond this many steps (generated code, huge dispatchers).
+MAX_STEPS = 20_000
+
+LAUNCH = "process_launch"
+#: Every event after which the CUDA driver is initialised (a forked child cannot use CUDA).
+CUDA_INIT_EVENTS = lockin_table().events_implying(CUDA_INIT)
+
+_EXIT_CALLS = frozenset({"sys.exit", "os._exit", "exit", "quit"})
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where an event happens: its event id, the call as written, its line and file."""
+
+    event: str
+    call: str
+    line: int
+    file: str
+    via: str | None = None
+
+    def where(self) -> str:
+        """`line 5`, or `utils.py:3 (run by `import utils` at line 2)`."""
+        if self.via is None:
+            return f"line {self.line}"
+        return f"{self.file}:{self.line} (run by {self.via})"
+
+
+@dataclass(frozen=True)
+class _Arm:
+    if_id: int
+    arm: int
+    terminal: str | None  # "return" (ends the frame) or "exit" (ends the program)
+    frame: int
+
+
+@dataclass
+class Step:
+    node: cst.CSTNode
+    events: frozenset[str]  # what the step causes, with every implied event
+    event: str | None  # the event as classified (the most specific one)
+    path: tuple[_Arm, ...]
+    loops: tuple[int, ...]
+    frames: tuple[int, ...]
+    site: Site | None = None  # precomputed for steps that stand for another module's call
+
+
+@dataclass
+class _Where:
+    path: tuple[_Arm, ...] = ()
+    loops: tuple[int, ...] = ()
+    frames: tuple[int, ...] = (0,)
+    calls: tuple[cst.CSTNode, ...] = ()  # functions being followed (recursion guard)
+    self_class: cst.ClassDef | None = None
+
+
+@dataclass
+class _Definitions:
+    functions: dict[str, cst.FunctionDef] = field(default_factory=dict)  # module level, last wins
+    classes: dict[str, cst.ClassDef] = field(default_factory=dict)
+    all_functions: list[tuple[cst.FunctionDef, cst.ClassDef | None]] = field(default_factory=list)
+
+
+class _DefinitionCollector(Walker):
+    def __init__(self) -> None:
+        self.imports = ImportTable()
+        self.definitions = _Definitions()
+        self._classes: list[cst.ClassDef | None] = [None]
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self.imports.add(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.imports.add(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(node)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.definitions.all_functions.append((node, self._classes[-1]))
+        self._classes.append(None)  # a def inside a method is not a method
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._classes.pop()
+
+
+class ProgramOrder:
+    def __init__(
+        self,
+        module: cst.Module,
+        display: str,
+        line_of,
+        graph: ModuleGraph | None = None,
+        source: Path | None = None,
+    ) -> None:
+        """`line_of(node) -> int` gives lines for sites; `graph` resolves first-party imports of `source`."""
+        self._module = module
+        self._display = display
+        self._line_of = line_of
+        self._graph = graph
+        self._source = source
+        self._table = lockin_table()
+        collector = _DefinitionCollector()
+        collector.walk(module)
+        self.imports = collector.imports
+        self._definitions = collector.definitions
+        for statement in module.body:
+            if isinstance(statement, cst.FunctionDef):
+                self._definitions.functions[statement.name.value] = statement
+            elif isinstance(statement, cst.ClassDef):
+                self._definitions.classes[statement.name.value] = statement
+        self._constants = module_string_constants(module)
+        self._ids = itertools.count(1)
+        self._timelines: list[list[Step]] | None = None
+        self._index: dict[int, list[tuple[int, int]]] = {}
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def first_event_before(self, node: cst.CSTNode, events: Collection[str]) -> Site | None:
+        """The earliest step causing one of `events` that runs before `node` on some path."""
+        return self._first(node, events, before=True)
+
+    def first_event_after(self, node: cst.CSTNode, events: Collection[str]) -> Site | None:
+        """The earliest step causing one of `events` that runs after `node` on some path."""
+        return self._first(node, events, before=False)
+
+    def executed(self, node: cst.CSTNode) -> bool:
+        return id(node) in self._occurrences()
+
+    def import_time_sites(self) -> list[Site]:
+        """Every event this module causes when imported (any path), in order: a module summary."""
+        steps = self._import_steps()
+        return [self._site(step) for step in steps if step.event is not None]
+
+    def _first(self, node: cst.CSTNode, events: Collection[str], before: bool) -> Site | None:
+        wanted = frozenset(events)
+        best: tuple[int, Step] | None = None
+        timelines = self._timelines_built()
+        for timeline_index, position in self._occurrences().get(id(node), ()):
+            timeline = timelines[timeline_index]
+            target = timeline[position]
+            for index, step in enumerate(timeline):
+                if index == position or not (step.events & wanted):
+                    continue
+                ordered = index < position if before else index > position
+                if not ordered and not _same_loop(step, target):
+                    continue
+                if _compatible(step, target) if before else _compatible(target, step):
+                    # Direct order first, then the loop's next iteration.
+                    rank = index if ordered else len(timeline) + index
+                    if best is None or rank < best[0]:
+                        best = (rank, step)
+                    break
+        return self._site(best[1]) if best else None
+
+    def _site(self, step: Step) -> Site:
+        if step.site is not None:
+            return step.site
+        call = " ".join(self._module.code_for_node(step.node).split())
+        if len(call) > 60:
+            call = call[:57] + "..."
+        return Site(step.event or "", call, self._line_of(step.node), self._display)
+
+    # -- building ------------------------------------------------------------------------------
+
+    def _occurrences(self) -> dict[int, list[tuple[int, int]]]:
+        self._timelines_built()
+        return self._index
+
+    def _timelines_built(self) -> list[list[Step]]:
+        if self._timelines is None:
+            prefix = self._import_steps()
+            timelines = [self._build(self._module.body, main=True)]
+            for function, owner in self._definitions.all_functions:
+                steps = list(prefix)
+                where = _Where(frames=(next(self._ids),), calls=(function,), self_class=owner)
+                self._function_body(function, where, steps, depth=0)
+                timelines.append(steps)
+            self._timelines = timelines
+            for timeline_index, timeline in enumerate(timelines):
+                for position, step in enumerate(timeline):
+                    self._index.setdefault(id(step.node), []).append((timeline_index, position))
+        return self._timelines
+
+    def _import_steps(self) -> list[Step]:
+        if not hasattr(self, "_import_cache"):
+            self._import_cache = self._build(self._module.body, main=False)
+        return self._import_cache
+
+    def _build(self, body: Iterable[cst.CSTNode], main: bool) -> list[Step]:
+        steps: list[Step] = []
+        self._main = main
+        self._block(body, _Where(), steps, depth=0)
+        return steps
+
+    def _block(self, body: Iterable[cst.CSTNode], where: _Where, steps: list[Step], depth: int) -> None:
+        for statement in body:
+            self._statement(statement, where, steps, depth)
+
+    def _statement(self, node: cst.CSTNode, where: _Where, steps: list[Step], depth: int) -> None:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                self._expression(small, where, steps, depth)
+                steps.append(self._step(small, where, steps))
+        elif isinstance(node, cst.FunctionDef):
+            for decorator in node.decorators:
+                self._expression(decorator.decorator, where, steps, depth)
+        elif isinstance(node, cst.ClassDef):
+            for decorator in node.decorators:
+                self._expression(decorator.decorator, where, steps, depth)
+            for arg in node.bases:
+                self._expression(arg.value, where, steps, depth)
+            self._block(_body(node.body), where, steps, depth)
+        elif isinstance(node, cst.If):
+            self._if(node, where, steps, depth)
+        elif isinstance(node, (cst.For, cst.While)):
+            head = node.iter if isinstance(node, cst.For) else node.test
+            loop = _Where(where.path, (*where.loops, next(self._ids)), where.frames, where.calls, where.self_class)
+            self._expression(head, where if isinstance(node, cst.For) else loop, steps, depth)
+            self._block(_body(node.body), loop, steps, depth)
+            if node.orelse is not None:
+                self._block(_body(node.orelse.body), where, steps, depth)
+        elif isinstance(node, cst.With):
+            for item in node.items:
+                self._expression(item.item, where, steps, depth)
+            self._block(_body(node.body), where, steps, depth)
+        elif isinstance(node, (cst.Try, cst.TryStar)):
+            self._block(_body(node.body), where, steps, depth)
+            for handler in node.handlers:
+                self._block(_body(handler.body), where, steps, depth)
+            if node.orelse is not None:
+                self._block(_body(node.orelse.body), where, steps, depth)
+            if node.finalbody is not None:
+                self._block(_body(node.finalbody.body), where, steps, depth)
+        elif isinstance(node, cst.Match):
+            self._expression(node.subject, where, steps, depth)
+            if_id = next(self._ids)
+            for arm, case in enumerate(node.cases):
+                self._block(_body(case.body), self._arm(where, if_id, arm, case.body), steps, depth)
+
+    def _if(self, node: cst.If, where: _Where, steps: list[Step], depth: int) -> None:
+        if _is_main_guard(node.test):
+            if self._main:
+                self._block(_body(node.body), where, steps, depth)
+            elif isinstance(node.orelse, cst.Else):
+                self._block(_body(node.orelse.body), where, steps, depth)
+            return
+        self._expression(node.test, where, steps, depth)
+        if_id = next(self._ids)
+        self._block(_body(node.body), self._arm(where, if_id, 0, node.body), steps, depth)
+        if isinstance(node.orelse, cst.If):
+            self._if(node.orelse, self._arm(where, if_id, 1, None), steps, depth)
+        elif isinstance(node.orelse, cst.Else):
+            self._block(_body(node.orelse.body), self._arm(where, if_id, 1, node.orelse.body), steps, depth)
+
+    def _arm(self, where: _Where, if_id: int, arm: int, body) -> _Where:
+        terminal = self._terminal(body) if body is not None else None
+        entry = _Arm(if_id, arm, terminal, where.frames[-1])
+        return _Where((*where.path, entry), where.loops, where.frames, where.calls, where.self_class)
+
+    def _terminal(self, body) -> str | None:
+        statements = _body(body)
+        if not statements or not isinstance(statements[-1], cst.SimpleStatementLine):
+            return None
+        last = statements[-1].body[-1]
+        if isinstance(last, cst.Return):
+            return "return"
+        if isinstance(last, cst.Raise):
+            return "exit"
+        if isinstance(last, cst.Expr) and isinstance(last.value, cst.Call):
+            name = self.imports.qualify(last.value.func) or dotted_name(last.value.func)
+            if name in _EXIT_CALLS:
+                return "exit"
+        return None
+
+    def _expression(self, node: cst.CSTNode, where: _Where, steps: list[Step], depth: int) -> None:
+        """Every call in `node`, arguments before the call that receives them."""
+        for call in _calls_in_order(node):
+            steps.append(self._step(call, where, steps))
+            if isinstance(call.func, (cst.Name, cst.Attribute)) and depth < MAX_DEPTH and len(steps) < MAX_STEPS:
+                self._follow(call, where, steps, depth)
+
+    def _follow(self, call: cst.Call, where: _Where, steps: list[Step], depth: int) -> None:
+        function, owner = self._callee(call.func, where)
+        if function is None or function in where.calls:
+            return
+        inner = _Where(where.path, where.loops, (*where.frames, next(self._ids)), (*where.calls, function), owner)
+        self._function_body(function, inner, steps, depth + 1)
+
+    def _function_body(self, function: cst.FunctionDef, where: _Where, steps: list[Step], depth: int) -> None:
+        main = self._main
+        self._block(_body(function.body), where, steps, depth)
+        self._main = main
+
+    def _callee(self, func: cst.BaseExpression, where: _Where) -> tuple[cst.FunctionDef | None, cst.ClassDef | None]:
+        if isinstance(func, cst.Name):
+            if func.value in self._definitions.functions:
+                return self._definitions.functions[func.value], None
+            cls = self._definitions.classes.get(func.value)
+            if cls is not None:
+                return _method(cls, "__init__"), cls
+        elif (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+            and where.self_class is not None
+        ):
+            return _method(where.self_class, func.attr.value), where.self_class
+        return None, None
+
+    def _step(self, node: cst.CSTNode, where: _Where, steps: list[Step]) -> Step:
+        event = None
+        if isinstance(node, cst.Call):
+            event = self._classify(node, steps)
+        elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            event = self._import_event(node, where, steps)
+        events = self._table.events[event].closure if event in self._table.events else frozenset()
+        if event == LAUNCH:
+            events = frozenset({LAUNCH})
+        return Step(node, events, event, where.path, where.loops, where.frames)
+
+    def _import_event(self, node: cst.Import | cst.ImportFrom, where: _Where, steps: list[Step]) -> str | None:
+        """`import torch` is an event; a first-party import adds that module's import-time events first."""
+        if self._graph is not None and self._source is not None:
+            for site in self._graph.import_sites(node, self._source):
+                via = f"`{' '.join(self._module.code_for_node(node).split())}` at line {self._line_of(node)}"
+                steps.append(
+                    Step(
+                        node, self._table.events[site.event].closure if site.event in self._table.events else frozenset(),
+                        site.event, where.path, where.loops, where.frames,
+                        Site(site.event, site.call, site.line, site.file, via),
+                    )
+                )
+        modules = self._table.events["import_torch"].modules
+        names = _imported_modules(node)
+        if any(name.split(".", 1)[0] in modules for name in names):
+            return "import_torch"
+        return None
+
+    def _classify(self, call: cst.Call, steps: list[Step]) -> str | None:
+        table = self._table
+        name = self.imports.qualify(call.func)
+        if name is not None:
+            if name in table.non_triggers:
+                return None
+            if name in table.launch_calls:
+                return LAUNCH
+            for event in _SPECIFIC_FIRST:
+                spec = table.events[event]
+                if name in spec.calls:
+                    if spec.unless_env and self._env_written_before(spec.unless_env, steps):
+                        return None
+                    return event
+        if isinstance(call.func, cst.Attribute):
+            method = call.func.attr.value
+            if method in table.launch_methods and name is not None:
+                return LAUNCH
+            for event in _SPECIFIC_FIRST:
+                spec = table.events[event]
+                if method in spec.methods:
+                    return event
+                if method in spec.device_methods and _names_cuda_device(_first_argument(call, spec.device_keyword)):
+                    return event
+        allocation = table.events["first_allocation"]
+        if name is not None and name.startswith("torch.") and not name.startswith(_NOT_FACTORIES):
+            device = _keyword(call, allocation.device_keyword)
+            if device is not None and _names_cuda_device(device):
+                return "first_allocation"
+        return None
+
+    def _env_written_before(self, variable: str, steps: list[Step]) -> bool:
+        return any(
+            write.name == variable
+            for step in steps
+            for write in env_writes(step.node, self.imports, self._constants)
+        )
+
+
+#: Most specific first: a call listed under several events counts as the strongest one.
+_SPECIFIC_FIRST = (
+    "first_collective", "first_allocation", "context_creation", "torch_cuda_init", "cuda_driver_init",
+    "process_group_init",
+)
+#: torch namespaces whose `device=` argument selects where to look, not where to allocate.
+_NOT_FACTORIES = ("torch.cuda.", "torch.autocast", "torch.amp.", "torch.device", "torch.distributed.",
+                  "torch.backends.", "torch.compile", "torch.utils.data.")
+_DEVICE_WORDS = ("cuda", "gpu", "device", "rank")
+
+
+def _names_cuda_device(node: cst.BaseExpression | None) -> bool:
+    """`"cuda"`, `"cuda:0"`, `torch.device("cuda", i)`, `0`, or a name that says so (`device`, `local_rank`)."""
+    if node is None:
+        return False
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return isinstance(value, str) and value.startswith("cuda")
+    if isinstance(node, cst.FormattedString):
+        return any(
+            isinstance(part, cst.FormattedStringText) and part.value.startswith("cuda") for part in node.parts[:1]
+        )
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.IfExp):
+        return _names_cuda_device(node.body) or _names_cuda_device(node.orelse)
+    if isinstance(node, cst.Call):
+        name = dotted_name(node.func) or ""
+        return name.endswith("device") and _names_cuda_device(_first_argument(node, "type"))
+    name = dotted_name(node)
+    if name is None:
+        return False
+    last = name.rsplit(".", 1)[-1].lower()
+    return "cpu" not in last and any(word in last for word in _DEVICE_WORDS)
+
+
+def _first_argument(call: cst.Call, keyword: str | None) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            return arg.value
+    return _keyword(call, keyword) if keyword else None
+
+
+def _keyword(call: cst.Call, keyword: str | None) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    return None
+
+
+def _compatible(earlier: Step, later: Step) -> bool:
+    """Can `earlier` and `later` both run, in that order, on one path?"""
+    arms = {arm.if_id: arm.arm for arm in later.path}
+    for arm in earlier.path:
+        taken = arms.get(arm.if_id)
+        if taken is None:
+            if arm.terminal == "exit" or (arm.terminal == "return" and arm.frame in later.frames):
+                return False
+        elif taken != arm.arm:
+            return False
+    return True
+
+
+def _same_loop(a: Step, b: Step) -> bool:
+    return bool(set(a.loops) & set(b.loops))
+
+
+def _body(block) -> list[cst.CSTNode]:
+    body = block.body if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) else block
+    return list(body)
+
+
+def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    for statement in _body(cls.body):
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+            return statement
+    return None
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    names = [side for side in sides if isinstance(side, cst.Name) and side.value == "__name__"]
+    strings = [side for side in sides if isinstance(side, cst.SimpleString) and side.evaluated_value == "__main__"]
+    return bool(names and strings) and isinstance(test.comparisons[0].operator, cst.Equal)
+
+
+def _imported_modules(node: cst.Import | cst.ImportFrom) -> list[str]:
+    if isinstance(node, cst.Import):
+        return [name for alias in node.names if (name := dotted_name(alias.name))]
+    if node.relative or node.module is None:
+        return []
+    module = dotted_name(node.module)
+    return [module] if module else []
+
+
+class _CallOrder(Walker):
+    """Calls in evaluation order: a call's arguments (and receiver) before the call itself."""
+
+    def __init__(self) -> None:
+        self.calls: list[cst.Call] = []
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False  # runs when called, not here
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def leave_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+
+
+def _calls_in_order(node: cst.CSTNode) -> list[cst.Call]:
+    walker = _CallOrder()
+    walker.walk(node)
+    return walker.calls
