@@ -57,6 +57,9 @@ class CallSemantics:
             self._write(args[0], node, "inplace module", state)
             return args[0]
         qualified = self.imports.qualify(func)
+        crossing = self._process_call(node, qualified, receiver, args, state)
+        if crossing is not None:
+            return crossing
         if qualified is not None and (qualified.startswith(("torch.", "numpy.")) or qualified in _IDENTITY_FUNCTIONS):
             return self._library_call(node, qualified, args, state)
         if qualified is not None and isinstance(func, cst.Attribute):

@@ -21,6 +21,7 @@ import libcst as cst
 from gpumem_lint.knowledge import Knowledge, knowledge
 from gpumem_lint.semantic.calls import CallSemantics, Mutator
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
+from gpumem_lint.semantic.processes import ProcessFacts, ProcessSemantics
 from gpumem_lint.semantic.scopes import Scope
 from gpumem_lint.semantic.values import (
     EMPTY,
@@ -59,6 +60,7 @@ class ScopeFacts:
     written_handles: set[Handle]  # written through, directly or via a view made from them
     backward_after_hidden: list[tuple[Write, cst.CSTNode]]
     calls_backward: bool
+    processes: ProcessFacts = field(default_factory=ProcessFacts)
 
     def argument_writes(self) -> list[Write]:
         """In-place writes to tensors the caller passed in, other than on purpose."""
@@ -79,7 +81,7 @@ class ScopeFacts:
         return frozenset(write.storage.label for write in self.argument_writes())
 
 
-class ScopeAnalyzer(CallSemantics):
+class ScopeAnalyzer(CallSemantics, ProcessSemantics):
     def __init__(self, scope: Scope, imports: ImportTable, mutators: dict[str, Mutator] | None = None) -> None:
         self.scope = scope
         self.imports = imports
@@ -100,6 +102,7 @@ class ScopeAnalyzer(CallSemantics):
         self._aliased: set[Storage] = set()  # storages some alias or container refers to
         self._other_bases: dict[Handle, set[Handle]] = {}  # one alias made from several handles
         self._no_grad = 1 if scope.no_grad else 0
+        self._init_processes()
 
     # ----------------------------------------------------------------- entry
 
@@ -127,6 +130,7 @@ class ScopeAnalyzer(CallSemantics):
                 if any(write.storage.related(storage) for storage in self.graph_storages)
             ],
             calls_backward=self.calls_backward,
+            processes=self._processes_result(),
         )
 
     # ---------------------------------------------------------- statements
@@ -240,15 +244,19 @@ class ScopeAnalyzer(CallSemantics):
 
     def _with(self, node: cst.With, state: State) -> State:
         no_grad = False
+        values = []
         for item in node.items:
             value = self._eval(item.item, state)
+            values.append(value)
             if self._is_no_grad(item.item):
                 no_grad = True
             if item.asname is not None:
                 self._bind(item.asname.name, value if value.handles else EMPTY, item.item, state)
         self._no_grad += no_grad
         try:
-            return self._block(node.body.body, state)
+            after = self._block(node.body.body, state)
+            self._leave_process_block(values, after)
+            return after
         finally:
             self._no_grad -= no_grad
 
@@ -579,6 +587,7 @@ class ScopeAnalyzer(CallSemantics):
             element = self._eval(node.value, inner)
         else:
             element = self._eval(node.elt, inner)
+        self._keep_open_crossings(inner, state)  # `[pool.submit(f, t) for t in ts]`
         return Value(element.handles, container=True)
 
     def _elements_of(self, container: Value, node: cst.CSTNode) -> Value:
@@ -658,6 +667,7 @@ class ScopeAnalyzer(CallSemantics):
             for handle in seen_by:
                 if handle.storage.related(writer.storage) and handle not in state.retired:
                     state.stale[handle] = state.stale.get(handle, frozenset()) | {write}
+                    self._note_crossed_write(write, handle)
             if write.hidden:
                 for handle in live:
                     state.hidden[handle] = state.hidden.get(handle, frozenset()) | {write}

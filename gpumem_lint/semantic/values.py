@@ -39,6 +39,7 @@ class Role(str, Enum):
 
     OPTIMIZER = "optimizer"  # .step() writes the parameters it was given
     INPLACE_MODULE = "inplace_module"  # calling it writes its argument
+    PROCESS_OBJECT = "process_object"  # a process, queue, pipe, pool or context (semantic/processes.py)
 
 
 @dataclass(eq=False)

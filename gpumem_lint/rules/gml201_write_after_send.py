@@ -1,0 +1,158 @@
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._boundaries import crossing_text, process_model, start_method_text
+from gpumem_lint.rules._reporting import write_text
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.processes import Crossing
+
+
+class WriteAfterSend(Rule):
+    """
+    ## What it does
+    Flags an in-place write by the sender to a tensor it has handed to another process and
+    not yet waited for: after `q.put(t)` / `conn.send(t)`, after `pool.apply_async(f, (t,))`
+    / `executor.submit(f, t)` (until `.get()` / `.result()` / leaving the `with` block),
+    and after `Process(target=f, args=(t,)).start()` under spawn or forkserver (until
+    `p.join()`). Tensors inside the tuples, lists and dicts handed over count too.
+
+    ## Why is this bad?
+    Handing a CPU tensor to another process pickles it, and torch's pickler moves the
+    tensor's memory into shared memory *in place* ([docs/facts.md](../docs/facts.md) F12):
+    from then on the sender and the receiver read and write the same bytes. `Queue.put`
+    pickles later, in a feeder thread, so the receiver may get the values written *after*
+    `put`, or see them change while it computes; reusing one buffer for several `put`s
+    makes every message hold the last batch. Nothing raises: the numbers are just wrong.
+
+    A child started with the fork start method gets a copy-on-write copy instead (F13), so
+    writes after `start()` are not seen and are not reported. Tensors made shareable on
+    purpose (`share_memory_()`, `model.share_memory()`) and optimizer steps on a shared
+    model (Hogwild) are sharing by design and are left to GML208.
+
+    ## Example
+    ```python
+    buffer = torch.empty(batch, dim)
+    for chunk in reader:
+        buffer.copy_(chunk)
+        queue.put(buffer)
+    ```
+
+    ## Use instead
+    ```python
+    for chunk in reader:
+        queue.put(chunk.clone())  # one tensor per message; never written again here
+    ```
+
+    ## Fix safety
+    There is no automatic fix. `clone()` at the boundary costs one copy per message;
+    alternatively wait for the receiver (`p.join()`, an acknowledgement) before writing.
+
+    ## References
+    - [Multiprocessing best practices](https://docs.pytorch.org/docs/stable/notes/multiprocessing.html)
+    - [torch.multiprocessing: sharing strategies](https://docs.pytorch.org/docs/stable/multiprocessing.html#sharing-strategies)
+    """
+
+    code = "GML201"
+    name = "write-after-send"
+    severity = Severity.ERROR
+    summary = "In-place write to a tensor another process received and may still read"
+    fix_title = "Send a copy (`q.put(t.clone())`), or wait for the receiver (`p.join()`, `.get()`) before writing"
+    triggers = ("multiprocessing", "ProcessPoolExecutor")
+    VALID = (
+        """
+import torch
+import torch.multiprocessing as mp
+
+def produce(queue, reader):
+    for chunk in reader:
+        queue.put(chunk.clone())
+""",
+        """
+import torch
+import torch.multiprocessing as mp
+
+def main(worker):
+    mp.set_start_method("spawn")
+    stats = torch.zeros(4)
+    p = mp.Process(target=worker, args=(stats,))
+    p.start()
+    p.join()
+    stats.zero_()
+""",
+        """
+import torch
+import torch.multiprocessing as mp
+
+def main(worker):
+    mp.set_start_method("fork")
+    stats = torch.zeros(4)
+    p = mp.Process(target=worker, args=(stats,))
+    p.start()
+    stats.zero_()
+    p.join()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch
+import torch.multiprocessing as mp
+
+def produce(reader, workers):
+    queue = mp.Queue()
+    buffer = torch.empty(64, 128)
+    for chunk in reader:
+        buffer.copy_(chunk)
+        queue.put(buffer)
+""",
+            (9,),
+        ),
+        Invalid(
+            """
+import torch
+from concurrent.futures import ProcessPoolExecutor
+
+def score(batches, fn):
+    with ProcessPoolExecutor() as pool:
+        futures = [pool.submit(fn, b) for b in batches]
+        for b in batches:
+            b.mul_(0.5)
+        return [f.result() for f in futures]
+""",
+            (9,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        model = process_model(ctx)
+        for facts in ctx.semantic.facts:
+            shared = facts.processes.shared_on_purpose
+            reported = set()
+            for write, crossing in facts.processes.crossed_writes:
+                if write.module or id(write.node) in reported or not model.pickled(crossing):
+                    continue
+                if any(write.storage.related(storage) for storage in shared):
+                    continue
+                reported.add(id(write.node))
+                yield Report(write.node, f"{write_text(ctx, write)} {self._consequence(ctx, model, crossing)}")
+
+    @staticmethod
+    def _consequence(ctx: FileContext, model, crossing: Crossing) -> str:
+        where = crossing_text(ctx, crossing)
+        if crossing.kind in ("queue", "pipe"):
+            return (
+                f"writes in place a tensor that {where} handed to another process: pickling moved its memory into "
+                "shared memory, and `put` pickles later, from a feeder thread, so the receiver may get these new "
+                "values or see them change while it reads"
+            )
+        if crossing.kind in ("pool", "executor"):
+            return (
+                f"writes in place a tensor that {where} handed to worker processes, in shared memory: a task that "
+                "has not finished yet computes with these new values"
+            )
+        method = start_method_text(model.start_method(crossing))
+        return (
+            f"writes in place a tensor that the process of {where} received: under {method} the child holds the "
+            "same shared memory, so it sees this write whenever it reads, until it is joined"
+        )

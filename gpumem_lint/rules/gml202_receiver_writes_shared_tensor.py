@@ -1,0 +1,184 @@
+import re
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._boundaries import crossing_text, process_model
+from gpumem_lint.rules._reporting import write_text
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.boundaries import Receiver
+from gpumem_lint.semantic.values import Write
+
+_SHARING_DOCUMENTED = re.compile(r"in[- ]?place|shared? memory|hogwild", re.IGNORECASE)
+
+
+class ReceiverWritesSharedTensor(Rule):
+    """
+    ## What it does
+    Flags an in-place write, in the function another process runs — the `target` of
+    `Process`, the function of `torch.multiprocessing.spawn`, of `Pool.map` / `apply_async`
+    / `starmap`, of `ProcessPoolExecutor.submit` / `map`, defined in the same module — to a
+    tensor parameter it received from the parent, when it has not made its own copy first.
+    Tensors inside a received list or dict count; `data = [t.clone() for t in data]`
+    first is the safe form.
+
+    ## Why is this bad?
+    Under spawn and forkserver, and for every pool or executor task whatever the start
+    method, the arguments are pickled, which moves each CPU tensor's memory into shared
+    memory in place ([docs/facts.md](../docs/facts.md) F12): the child's `add_` changes the
+    parent's tensor, and with several workers (`nprocs=4`, a pool) they all write the same
+    memory at once. Under fork the child has a copy-on-write copy and the same write is
+    silently lost (F13), so the program's result depends on the start method. Only the
+    pickled cases are reported: there the write certainly reaches the parent.
+
+    Mutation is taken as the function's job, and not reported, when its name ends with `_`,
+    when its docstring says "in place" or "shared memory", when the parent made the tensor
+    shareable on purpose (`share_memory_()`, see GML208), and for optimizer steps on a
+    received model (Hogwild).
+
+    ## Example
+    ```python
+    def train_process(rank, data):
+        for t in data:
+            t.sub_(t.mean())
+        ...
+
+    mp.spawn(train_process, args=(shared_data,), nprocs=4)
+    ```
+
+    ## Use instead
+    ```python
+    def train_process(rank, data):
+        local_data = [t.clone() for t in data]  # each process its own copy
+        for t in local_data:
+            t.sub_(t.mean())
+    ```
+
+    ## Fix safety
+    There is no automatic fix. Cloning costs one copy of the data per process; if the
+    parent is meant to see the result, call `share_memory_()` on it before starting the
+    processes and synchronise the writers (a `Lock`, or disjoint slices per rank).
+
+    ## References
+    - [Multiprocessing best practices](https://docs.pytorch.org/docs/stable/notes/multiprocessing.html)
+    - [multiprocessing: contexts and start methods](https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods)
+    """
+
+    code = "GML202"
+    name = "receiver-writes-shared-tensor"
+    severity = Severity.ERROR
+    summary = "A child process writes in place a tensor its parent handed over"
+    fix_title = "Copy first in the child (`data = [t.clone() for t in data]`), or share on purpose with `share_memory_()` and a lock"
+    triggers = ("multiprocessing", "ProcessPoolExecutor")
+    VALID = (
+        """
+import torch
+from torch.multiprocessing import spawn
+
+def train_process(rank, data):
+    local_data = [tensor.clone() for tensor in data]
+    for t in local_data:
+        t.sub_(t.mean())
+
+if __name__ == '__main__':
+    shared_data = [torch.randn(100) for _ in range(10)]
+    spawn(train_process, args=(shared_data,), nprocs=4)
+""",
+        """
+import torch
+import torch.multiprocessing as mp
+
+def fill(rank, results, lock):
+    with lock:
+        results[rank] = rank
+
+if __name__ == "__main__":
+    results = torch.zeros(4)
+    results.share_memory_()
+    mp.spawn(fill, args=(results, mp.Lock()), nprocs=4)
+""",
+        """
+import torch
+import torch.multiprocessing as mp
+
+def worker(rank, batch):
+    batch = batch.cuda()
+    batch.mul_(2)
+
+mp.spawn(worker, args=(torch.ones(3),), nprocs=2)
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch
+from torch.multiprocessing import spawn
+
+def train_process(rank, data):
+    for t in data:
+        t.sub_(t.mean())
+
+if __name__ == '__main__':
+    shared_data = [torch.randn(100) for _ in range(10)]
+    spawn(train_process, args=(shared_data,), nprocs=4)
+""",
+            (7,),
+        ),
+        Invalid(
+            """
+import torch
+from multiprocessing import Pool
+
+def normalise(x):
+    x -= x.mean()
+    return x.norm()
+
+def norms(tensors):
+    with Pool(4) as pool:
+        return pool.map(normalise, tensors)
+""",
+            (6,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        model = process_model(ctx)
+        reported = set()
+        for sender, crossing in model.crossings():
+            if not model.pickled(crossing):
+                continue
+            receiver = model.receiver(sender, crossing)
+            if receiver is None or _mutation_is_the_point(receiver):
+                continue
+            shared = sender.processes.shared_on_purpose
+            first: dict[str, Write] = {}  # one finding per parameter: its first write
+            for write in sorted(receiver.facts.writes, key=lambda w: (ctx.line(w.node), ctx.positions[w.node].start.column)):
+                names = _received_names(receiver, write)
+                if not names or write.module or write.rebinds or names[0] in first:
+                    continue
+                values = [receiver.received[name] for name in names]
+                if any(h.storage.related(s) for value in values for h in value.handles for s in shared):
+                    continue
+                if not (write.certain or any(value.tensor for value in values) or receiver.facts.scope.params.get(names[0])):
+                    continue  # `n += 1` on a received int
+                first[names[0]] = write
+            for name, write in first.items():
+                if (id(receiver.facts.scope), name) in reported:
+                    continue
+                reported.add((id(receiver.facts.scope), name))
+                others = " (and every other worker's, at the same time)" if crossing.several else ""
+                yield Report(
+                    write.node,
+                    f"{write_text(ctx, write)} writes in place `{name}`, which {crossing_text(ctx, crossing)} handed "
+                    "over from the parent: pickling moved its memory into shared memory, so this changes the parent's "
+                    f"tensor{others}; under fork the same write would be silently lost",
+                )
+
+
+def _received_names(receiver: Receiver, write: Write) -> list[str]:
+    return [s.label for s in write.storage.lineage() if s.origin == "param" and s.label in receiver.received]
+
+
+def _mutation_is_the_point(receiver: Receiver) -> bool:
+    scope = receiver.facts.scope
+    return scope.name.endswith("_") or bool(scope.docstring and _SHARING_DOCUMENTED.search(scope.docstring))

@@ -1,0 +1,148 @@
+"""Process boundaries across one module: which start method is in force, which function
+runs on the other side of a crossing, and what each of its parameters receives.
+
+Built from the scopes' `ProcessFacts` (semantic/processes.py). The start method of the
+stdlib default depends on the Python version the code targets (fork on Linux up to 3.13,
+forkserver from 3.14); without a target version, Linux up to 3.13 is assumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import libcst as cst
+
+from gpumem_lint.semantic.flow import ScopeAnalyzer, ScopeFacts
+from gpumem_lint.semantic.imports import ImportTable
+from gpumem_lint.semantic.processes import START_METHODS, UNKNOWN_METHOD, Crossing, process_table
+from gpumem_lint.semantic.values import Value
+
+
+@dataclass(frozen=True)
+class StartMethod:
+    name: str | None  # "fork", "spawn", "forkserver"; None: cannot be known statically
+    default: bool = False  # the platform default, not chosen by the code
+    node: cst.Call | None = None  # the `set_start_method(...)` call that chose it
+
+    @property
+    def forks(self) -> bool:
+        return self.name == "fork"
+
+
+@dataclass(frozen=True)
+class Receiver:
+    """The function run on the other side of a crossing, and what it receives."""
+
+    crossing: Crossing
+    sender: ScopeFacts
+    facts: ScopeFacts
+    received: dict[str, Value]  # parameter -> value handed over
+
+    def parameters_receiving(self, storages) -> list[str]:
+        return [name for name, value in self.received.items() if any(h.storage in storages for h in value.handles)]
+
+
+class ProcessModel:
+    def __init__(
+        self, facts: list[ScopeFacts], imports: ImportTable, target_version: tuple[int, int] | None = None
+    ) -> None:
+        self.facts = facts
+        self.imports = imports
+        self.target_version = target_version
+        self._reanalysed: dict[tuple, ScopeFacts] = {}
+        self._module_method = self._module_start_method()
+
+    # ---------------------------------------------------------------- queries
+
+    def crossings(self) -> list[tuple[ScopeFacts, Crossing]]:
+        return [(facts, crossing) for facts in self.facts for crossing in facts.processes.crossings]
+
+    def start_method(self, crossing: Crossing) -> StartMethod:
+        method = crossing.start_method
+        if method == UNKNOWN_METHOD:
+            return StartMethod(None)
+        if method is not None:
+            return StartMethod(method)
+        return self._module_method
+
+    def pickled(self, crossing: Crossing) -> bool:
+        """Whether tensors cross by pickling, which moves a CPU tensor's memory into shared
+        memory in place (F12): queues, pipes, pools, spawn and forkserver children. A forked
+        child gets a copy-on-write copy instead (F13)."""
+        if crossing.kind not in ("process", "spawn"):
+            return True
+        return self.start_method(crossing).name in ("spawn", "forkserver")
+
+    def receiver(self, sender: ScopeFacts, crossing: Crossing) -> Receiver | None:
+        facts = self._target(sender, crossing.target)
+        if facts is None or not crossing.arguments:
+            return None
+        scope = facts.scope
+        positional = list(scope.all_params)
+        if scope.is_method and isinstance(crossing.target, cst.Attribute):
+            positional = positional[1:]  # a bound method: `self` is not passed
+        received: dict[str, Value] = {}
+        for key, value in crossing.arguments:
+            name = key if isinstance(key, str) else positional[key] if key < len(positional) else None
+            if name is not None and name in scope.params and value.handles:
+                received[name] = value
+        if not received:
+            return None
+        return Receiver(crossing, sender, self._with_tensor_parameters(facts, received), received)
+
+    def targets(self) -> set[int]:
+        """Ids of the scopes that some crossing of this module runs in another process."""
+        found = set()
+        for sender, crossing in self.crossings():
+            facts = self._target(sender, crossing.target)
+            if facts is not None:
+                found.add(id(facts.scope))
+        return found
+
+    # ---------------------------------------------------------------- helpers
+
+    def _with_tensor_parameters(self, facts: ScopeFacts, received: dict[str, Value]) -> ScopeFacts:
+        """The target analysed again knowing which parameters the caller fills with tensors:
+        `targets[rank] = -1` is a tensor write only if `targets` is a tensor."""
+        scope = facts.scope
+        tensors = {name for name, value in received.items() if value.tensor and not value.container}
+        missing = tuple(sorted(name for name in tensors if not scope.params.get(name)))
+        if not missing:
+            return facts
+        key = (id(scope), missing)
+        if key not in self._reanalysed:
+            params = {name: True if name in missing else tensor for name, tensor in scope.params.items()}
+            self._reanalysed[key] = ScopeAnalyzer(replace(scope, params=params), self.imports).run()
+        return self._reanalysed[key]
+
+    def _target(self, sender: ScopeFacts, target: cst.BaseExpression | None) -> ScopeFacts | None:
+        if isinstance(target, cst.Name):
+            caller = sender.scope
+            inner = (*caller.enclosing, caller.name) if caller.is_function else ()
+            for facts in self.facts:
+                scope = facts.scope
+                if scope.is_function and scope.name == target.value and not scope.is_method:
+                    if scope.enclosing in ((), inner):
+                        return facts
+        if (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+            and sender.scope.class_name is not None
+        ):
+            for facts in self.facts:
+                scope = facts.scope
+                if scope.class_name == sender.scope.class_name and scope.name == target.attr.value:
+                    return facts
+        return None
+
+    def _module_start_method(self) -> StartMethod:
+        settings = [setting for facts in self.facts for setting in facts.processes.start_method_settings]
+        methods = {method for _, method in settings}
+        if len(methods) == 1 and methods <= START_METHODS:
+            return StartMethod(methods.pop(), node=settings[0][0])
+        if methods:
+            return StartMethod(None)  # chosen at run time, or differently on different paths
+        version = self.target_version
+        forkserver = version is not None and version >= process_table().forkserver_default_from
+        return StartMethod("forkserver" if forkserver else "fork", default=True)

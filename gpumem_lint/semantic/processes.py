@@ -1,0 +1,378 @@
+"""Process boundaries inside one scope: which calls hand tensors to another process,
+what each parameter of the function run there receives, and which of the sender's later
+in-place writes reach a tensor the other side may still read.
+
+Mixed into `ScopeAnalyzer` (like `CallSemantics`), whose helpers (`_eval`, `_element`,
+`_handle`) it uses. A tensor handed over is held by a *sent* handle under a place no
+code can name; a write that reaches it while the crossing is still open is recorded.
+A crossing closes at a wait (`p.join()`, `res.get()`, `q.join()`, leaving a `with
+Pool()` block) or at once for synchronous calls (`pool.map`, `spawn(join=True)`).
+The table of calls is data: `gpumem_lint/knowledge/processes.toml`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from functools import cache
+from importlib.resources import files
+
+import libcst as cst
+
+from gpumem_lint.semantic.imports import dotted_name
+from gpumem_lint.semantic.values import EMPTY, AliasKind, Handle, Role, State, Storage, Value, Write
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+START_METHODS = frozenset({"fork", "spawn", "forkserver"})
+#: A start method chosen by an expression we cannot evaluate.
+UNKNOWN_METHOD = "?"
+
+
+@dataclass(frozen=True)
+class ProcessTable:
+    forkserver_default_from: tuple[int, int]
+    setters: frozenset[str]
+    contexts: frozenset[str]
+    context_methods: frozenset[str]
+    constructors: dict[str, str]
+    spawners: frozenset[str]
+    pool_methods: dict[str, tuple[str, bool]]
+    executor_methods: dict[str, tuple[str, bool]]
+    send_methods: dict[str, frozenset[str]]
+    wait_methods: frozenset[str]
+    wait_functions: frozenset[str]
+    queue_parameter: re.Pattern
+
+
+@cache
+def process_table() -> ProcessTable:
+    data = tomllib.loads(files("gpumem_lint.knowledge").joinpath("processes.toml").read_text(encoding="utf-8"))
+    start = data["start_method"]
+
+    def calls(section: dict) -> dict[str, tuple[str, bool]]:
+        return {name: (spec["receives"], spec["sync"]) for name, spec in section.items()}
+
+    return ProcessTable(
+        forkserver_default_from=tuple(start["forkserver_default_from"]),
+        setters=frozenset(start["setters"]),
+        contexts=frozenset(start["contexts"]),
+        context_methods=frozenset(start["context_methods"]),
+        constructors=dict(data["constructors"]),
+        spawners=frozenset(data["spawners"]["functions"]),
+        pool_methods=calls(data["pool_methods"]),
+        executor_methods=calls(data["executor_methods"]),
+        send_methods={kind: frozenset(names) for kind, names in data["send_methods"].items()},
+        wait_methods=frozenset(data["waits"]["methods"]),
+        wait_functions=frozenset(data["waits"]["functions"]),
+        queue_parameter=re.compile(data["queue_parameters"]["pattern"]),
+    )
+
+
+@dataclass(eq=False)
+class Crossing:
+    """One call that hands objects to another process."""
+
+    node: cst.Call
+    kind: str  # "process", "spawn", "pool", "executor", "queue", "pipe"
+    #: "fork", "spawn", "forkserver"; None: the default in force; UNKNOWN_METHOD: not a literal.
+    start_method: str | None
+    sent: Value  # everything handed over
+    #: The function run on the other side, and what each of its parameters receives
+    #: (position or keyword name -> value); empty when the call's shape is not literal.
+    target: cst.BaseExpression | None = None
+    arguments: tuple[tuple[int | str, Value], ...] = ()
+    sync: bool = False  # the other side is done when the call returns
+    #: `spawn(fn, nprocs=4)`, a pool, or a process started in a loop: several receivers.
+    several: bool = False
+
+
+@dataclass(eq=False)
+class ProcessObject:
+    kind: str  # "context", "process", "processes", "queue", "pipe", "pool", "executor"
+    start_method: str | None = None
+    crossing: Crossing | None = None
+
+
+@dataclass
+class ProcessFacts:
+    """What one scope hands to other processes."""
+
+    crossings: list[Crossing] = field(default_factory=list)
+    #: In-place writes by this scope that reach a tensor handed over and not yet waited for.
+    crossed_writes: list[tuple[Write, Crossing]] = field(default_factory=list)
+    #: Crossings this scope waited for (joined, got the result of) before it ended.
+    finished: set[Crossing] = field(default_factory=set)
+    #: Storages made shareable on purpose: `t.share_memory_()`, `model.share_memory()`.
+    shared_on_purpose: set[Storage] = field(default_factory=set)
+    #: `set_start_method(...)` calls: (node, method or UNKNOWN_METHOD).
+    start_method_settings: list[tuple[cst.Call, str]] = field(default_factory=list)
+    #: Places bound to a process object, for rules that follow `p.start()` or `pool.map(...)`.
+    process_objects: dict[Handle, ProcessObject] = field(default_factory=dict)
+
+
+class ProcessSemantics:
+    def _init_processes(self) -> None:
+        self.process_facts = ProcessFacts()
+        self._crossed: dict[tuple[int, int], tuple[Write, Crossing]] = {}
+        self._sent_by: dict[Handle, Crossing] = {}
+        self._open: list[Crossing] = []
+        self._loop_depth_at: dict[Crossing, int] = {}
+
+    # ------------------------------------------------------------- entry points
+
+    def _process_call(self, node: cst.Call, qualified: str | None, receiver: Value | None, args, state: State):
+        """The value of a boundary call, or None when `node` is not one."""
+        table = process_table()
+        if qualified in table.setters:
+            self.process_facts.start_method_settings.append((node, _method_argument(node) or UNKNOWN_METHOD))
+            return EMPTY
+        if qualified in table.contexts:
+            return self._object(node, ProcessObject("context", _method_argument(node)))
+        if qualified in table.constructors:
+            return self._construct(node, table.constructors[qualified], None, args, state)
+        if qualified in table.spawners:
+            return self._spawn(node, qualified, args, state)
+        if qualified in table.wait_functions:
+            self._finish_open(state)
+            return None
+        func = node.func
+        if receiver is None or not isinstance(func, cst.Attribute):
+            return None
+        method = func.attr.value
+        if method in ("share_memory_", "share_memory"):
+            self.process_facts.shared_on_purpose.update(h.storage for h in receiver.handles)
+            return None
+        found = [self.process_facts.process_objects[h] for h in receiver.handles if h in self.process_facts.process_objects]
+        if found:
+            value = self._object_method(node, method, found[0], args, state)
+            if value is not None:
+                return value
+        elif method in table.send_methods["queue"] | table.send_methods["pipe"] and self._queue_parameter(func.value):
+            return self._send(node, "queue" if method in table.send_methods["queue"] else "pipe", args, state)
+        if method in table.wait_methods and not any(arg.keyword is None for arg in node.args):
+            self._finish_open(state)
+        return None
+
+    def _leave_process_block(self, values: list[Value], state: State) -> None:
+        """Leaving `with Pool() as pool:` / `with ProcessPoolExecutor() as ex:` waits for (or
+        terminates) the workers."""
+        objects = self.process_facts.process_objects
+        if any(objects[h].kind in ("pool", "executor") for v in values for h in v.handles if h in objects):
+            self._finish_open(state)
+
+    def _note_crossed_write(self, write: Write, handle: Handle) -> None:
+        crossing = self._sent_by.get(handle)
+        if crossing is None or crossing in self.process_facts.finished or write.rebinds:
+            return
+        if handle.partial and write.partial and handle.index and write.index and handle.index != write.index:
+            return  # `q.put(x[0])` then `x[1].add_(1)`: another row
+        self._crossed.setdefault((id(write), id(crossing)), (write, crossing))
+
+    def _processes_result(self) -> ProcessFacts:
+        facts = self.process_facts
+        facts.crossed_writes = list(self._crossed.values())
+        return facts
+
+    # ---------------------------------------------------------------- objects
+
+    def _object(self, node: cst.CSTNode, info: ProcessObject) -> Value:
+        handle = self._handle(("process object", id(node)), Storage(info.kind, "fresh"), AliasKind.OWN, node)
+        handle.role = Role.PROCESS_OBJECT
+        self.process_facts.process_objects[handle] = info
+        return Value(frozenset({handle}))
+
+    def _object_method(self, node: cst.Call, method: str, owner: ProcessObject, args, state: State):
+        table = process_table()
+        if owner.kind == "context" and method in table.context_methods:
+            kind = table.constructors.get(f"multiprocessing.{method}")
+            return self._construct(node, kind, owner.start_method, args, state)
+        if owner.kind == "process" and method == "start" and owner.crossing is not None:
+            self._open_crossing(owner.crossing, state)
+            return EMPTY
+        if owner.kind == "pool" and method in table.pool_methods:
+            return self._task(node, "pool", owner, *table.pool_methods[method], args, state)
+        if owner.kind == "executor" and method in table.executor_methods:
+            return self._task(node, "executor", owner, *table.executor_methods[method], args, state)
+        if owner.kind in table.send_methods and method in table.send_methods[owner.kind]:
+            return self._send(node, owner.kind, args, state)
+        return None
+
+    def _construct(self, node: cst.Call, kind: str, start_method: str | None, args, state: State) -> Value:
+        if kind == "executor":
+            context = _keyword(node, "mp_context")
+            if context is not None:
+                start_method = self._context_method(context, state)
+        if kind != "process":
+            return self._object(node, ProcessObject(kind, start_method))
+        # Process(group=None, target=None, name=None, args=(), kwargs={}, *, daemon=None)
+        target = _argument(node, 1, "target")
+        arguments = self._positional(_argument(node, 3, "args"), 0, state) + self._named(_argument(node, 4, "kwargs"), state)
+        crossing = Crossing(
+            node, "process", start_method, _union(args), target, arguments, several=bool(self._loops),
+        )
+        self.process_facts.crossings.append(crossing)
+        return self._object(node, ProcessObject("process", start_method, crossing))
+
+    def _spawn(self, node: cst.Call, qualified: str, args, state: State) -> Value:
+        # spawn(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn")
+        method = _keyword(node, "start_method") or (_positional_argument(node, 5) if qualified.endswith("start_processes") else None)
+        start_method = "spawn" if method is None else _literal_method(method)
+        join = _argument(node, 3, "join")
+        nprocs = _argument(node, 2, "nprocs")
+        sync = not (isinstance(join, cst.Name) and join.value == "False")
+        crossing = Crossing(
+            node, "spawn", start_method, _union(args), _argument(node, 0, "fn"),
+            self._positional(_argument(node, 1, "args"), 1, state), sync=sync,
+            several=not (isinstance(nprocs, cst.Integer) and nprocs.value == "1") and nprocs is not None,
+        )
+        self.process_facts.crossings.append(crossing)
+        if sync:
+            return EMPTY
+        self._open_crossing(crossing, state)
+        return self._object(node, ProcessObject("processes", start_method))
+
+    def _task(self, node: cst.Call, kind: str, owner: ProcessObject, receives: str, sync: bool, args, state: State):
+        positional = [arg.value for arg in node.args if arg.keyword is None]
+        target = positional[0] if positional else _keyword(node, "func") or _keyword(node, "fn")
+        arguments: tuple[tuple[int | str, Value], ...] = ()
+        if receives == "args" and kind == "pool":
+            arguments = self._positional(_argument(node, 1, "args"), 0, state) + self._named(_keyword(node, "kwds"), state)
+        elif receives == "args":  # executor.submit(fn, *args, **kwargs)
+            arguments = tuple(
+                (arg.keyword.value if arg.keyword is not None else position - 1, self._eval(arg.value, state, record=False))
+                for position, arg in enumerate(node.args) if position > 0 and not arg.star
+            )
+        elif receives in ("each", "zip"):
+            iterables = positional[1:] if receives == "zip" else positional[1:2]
+            arguments = tuple(
+                (position, self._element(self._eval(iterable, state, record=False), iterable))
+                for position, iterable in enumerate(iterables)
+            )
+        sent = Value(frozenset().union(*(value.handles for arg, value in zip(node.args, args) if arg.value is not target)))
+        crossing = Crossing(node, kind, owner.start_method, sent, target, arguments, sync=sync, several=True)
+        self.process_facts.crossings.append(crossing)
+        if not sync:
+            self._open_crossing(crossing, state)
+        return Value(frozenset({self._fresh(node, "", EMPTY)}))
+
+    def _send(self, node: cst.Call, kind: str, args, state: State) -> Value:
+        crossing = Crossing(node, kind, None, _union(args[:1]))
+        self.process_facts.crossings.append(crossing)
+        self._open_crossing(crossing, state)
+        return EMPTY
+
+    # ------------------------------------------------------------- open crossings
+
+    def _open_crossing(self, crossing: Crossing, state: State) -> None:
+        if self._loops:
+            crossing.several = True
+        handles = frozenset(self._sent(handle, crossing) for handle in crossing.sent.handles if handle.role is None)
+        if handles:
+            state.held[_place(crossing)] = handles
+            self._open.append(crossing)
+
+    def _sent(self, handle: Handle, crossing: Crossing) -> Handle:
+        sent = self._handle(
+            ("sent", id(crossing.node), id(handle)), handle.storage, handle.kind, crossing.node,
+            partial=handle.partial, index=handle.index, tensor=handle.tensor, ndarray=handle.ndarray,
+            base=handle, stored=True,
+        )
+        self._sent_by[sent] = crossing
+        self._aliased.add(handle.storage)
+        return sent
+
+    def _keep_open_crossings(self, inner: State, outer: State) -> None:
+        """A comprehension's own state is dropped afterwards; what it handed over stays handed over."""
+        for crossing in self._open:
+            place = _place(crossing)
+            if place in inner.held:
+                outer.held[place] = inner.held[place]
+
+    def _finish_open(self, state: State) -> None:
+        for crossing in self._open:
+            self.process_facts.finished.add(crossing)
+            state.held.pop(_place(crossing), None)
+        self._open.clear()
+
+    # ----------------------------------------------------------------- helpers
+
+    def _queue_parameter(self, receiver: cst.BaseExpression) -> bool:
+        """`q.put(x)` on a parameter named like a queue, in a module that uses multiprocessing
+        and no thread queues."""
+        place = dotted_name(receiver)
+        if place is None or not process_table().queue_parameter.search(place.rsplit(".", 1)[-1]):
+            return False
+        imports = self.imports
+        uses_processes = imports.imports("multiprocessing") or imports.imports("torch.multiprocessing")
+        return uses_processes and not (imports.imports("queue") or imports.imports("threading"))
+
+    def _context_method(self, node: cst.BaseExpression, state: State) -> str | None:
+        value = self._eval(node, state, record=False)
+        objects = self.process_facts.process_objects
+        found = [objects[h] for h in value.handles if h in objects and objects[h].kind == "context"]
+        return found[0].start_method if found else UNKNOWN_METHOD
+
+    def _positional(self, node: cst.BaseExpression | None, first: int, state: State) -> tuple[tuple[int | str, Value], ...]:
+        """`args=(a, b)`: parameter `first` receives a, the next one b. Only literal tuples."""
+        if not isinstance(node, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in node.elements):
+            return ()
+        return tuple(
+            (first + position, self._eval(element.value, state, record=False))
+            for position, element in enumerate(node.elements)
+        )
+
+    def _named(self, node: cst.BaseExpression | None, state: State) -> tuple[tuple[int | str, Value], ...]:
+        """`kwargs={"x": t}` or `kwargs=dict(x=t)`: parameter x receives t."""
+        if isinstance(node, cst.Dict):
+            return tuple(
+                (element.key.evaluated_value, self._eval(element.value, state, record=False))
+                for element in node.elements
+                if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
+            )
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "dict":
+            return tuple(
+                (arg.keyword.value, self._eval(arg.value, state, record=False))
+                for arg in node.args if arg.keyword is not None
+            )
+        return ()
+
+
+def _place(crossing: Crossing) -> str:
+    return f"<sent at {id(crossing.node)}>"  # no code can name it
+
+
+def _union(values) -> Value:
+    return Value(frozenset().union(*(value.handles for value in values)) if values else frozenset())
+
+
+def _keyword(node: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def _positional_argument(node: cst.Call, position: int) -> cst.BaseExpression | None:
+    positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+    return positional[position].value if position < len(positional) else None
+
+
+def _argument(node: cst.Call, position: int, name: str) -> cst.BaseExpression | None:
+    return _keyword(node, name) or _positional_argument(node, position)
+
+
+def _literal_method(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.SimpleString) and node.evaluated_value in START_METHODS:
+        return node.evaluated_value
+    return UNKNOWN_METHOD
+
+
+def _method_argument(node: cst.Call) -> str | None:
+    """`get_context("spawn")` -> "spawn"; `get_context()` -> None (the default)."""
+    method = _argument(node, 0, "method")
+    return None if method is None else _literal_method(method)
