@@ -25,6 +25,7 @@ from gpumem_lint.runner import lint_jobs
 from gpumem_lint.output import OutputFormat, write_report
 from gpumem_lint.rules import ALL_RULES, RULES_BY_CODE
 from gpumem_lint.selection import RuleSelection
+from gpumem_lint.trace import cli as trace_command
 
 app = typer.Typer(
     name="gpumem-lint",
@@ -32,8 +33,9 @@ app = typer.Typer(
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+app.command()(trace_command.trace)
 
-_COMMANDS = ("check", "rule", "rules")
+_COMMANDS = ("check", "rule", "rules", "trace")
 _TOP_LEVEL_OPTIONS = ("-h", "--help", "--version")
 
 
@@ -180,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in (*_COMMANDS, *_TOP_LEVEL_OPTIONS):
         args.insert(0, "check")
+    if args[0] == "trace":
+        args = ["trace", *trace_command.split_arguments(args[1:])]
     try:
         app(args=args, prog_name="gpumem-lint")
     except Exception as error:  # noqa: BLE001 - exit 2, never 1, which means "findings"

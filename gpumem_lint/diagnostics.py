@@ -47,6 +47,15 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class RelatedLocation:
+    """Another place in the story of a finding: where an alias was made, where it was read."""
+
+    path: str
+    start: Position
+    message: str
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     path: str
     start: Position
@@ -57,6 +66,11 @@ class Diagnostic:
     help: str | None
     severity: Severity
     fix: Fix | None = None
+    #: Set by `gpumem-lint trace` only: "trace" (observed at run time) or "check" (a static finding it
+    #: cross-referenced), how the run bore it out, and the other locations involved.
+    source: str | None = None
+    status: str | None = None
+    related: tuple[RelatedLocation, ...] = ()
 
     @property
     def sort_key(self) -> tuple:

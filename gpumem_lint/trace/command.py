@@ -1,0 +1,114 @@
+"""`gpumem-lint trace`: run the program under the tracer, then report what happened.
+
+The program's stdout is left alone: the report goes to stderr after the program has finished (or to
+`--output-file`). Exit code: the program's own when it is not 0; else 1 when a hazard was observed; else 0.
+An uncaught KeyboardInterrupt ends the process by SIGINT, as it does under python.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from gpumem_lint.config import CliOverrides
+from gpumem_lint.output import OutputFormat, write_report
+
+
+@dataclass(frozen=True)
+class TraceOptions:
+    script: str | None
+    module: str | None
+    args: list[str]
+    output_format: OutputFormat
+    output_file: Path | None
+    max_ops: int | None
+    max_seconds: float | None
+    overrides: CliOverrides
+    static: bool = True
+    quiet: bool = False
+
+
+class UsageError(Exception):
+    pass
+
+
+def run_trace(options: TraceOptions) -> None:
+    """Never returns: the process ends with the program's exit status (see the module docstring)."""
+    if importlib.util.find_spec("torch") is None:
+        raise UsageError("`gpumem-lint trace` needs PyTorch in this environment: pip install 'gpumem-lint[trace]'")
+    if options.output_file is not None:
+        _check_writable(options.output_file)
+    from gpumem_lint.trace import launcher
+    from gpumem_lint.trace.session import Session
+
+    records = Path(tempfile.mkdtemp(prefix="gpumem-lint-trace-"))
+    session = Session(records, max_ops=options.max_ops, max_seconds=options.max_seconds)
+    session.install()
+    if options.module is not None:
+        outcome = launcher.run_module(options.module, options.args)
+    else:
+        outcome = launcher.run_script(options.script, options.args)
+    launcher.shut_down()
+    if os.getpid() != session.pid or session.is_child:
+        # A child forked by the program that returned instead of exiting: it leaves records, no report.
+        session.write_child_records()
+        sys.exit(outcome.exit_code)
+    session.stop()
+    observed = _report(session, options)
+    shutil.rmtree(records, ignore_errors=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if outcome.interrupted:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    sys.exit(outcome.exit_code or (1 if observed else 0))
+
+
+def _report(session, options: TraceOptions) -> bool:
+    """Write the report; whether any hazard was observed. A failure here is ours: say so, keep the exit code."""
+    try:
+        from gpumem_lint.config import load_settings
+        from gpumem_lint.selection import RuleSelection
+        from gpumem_lint.trace.crossref import cross_reference, executed_first_party_files, static_findings
+
+        script = _script_path(options)
+        selected = frozenset(
+            rule.code for rule in RuleSelection.from_settings(load_settings([script or "."], options.overrides)).rules
+        )
+        static = []
+        if options.static:
+            static = static_findings(executed_first_party_files(script, session.sites), options.overrides)
+        diagnostics = cross_reference(session.findings(), session.evidence, static, session.sites.seen, selected)
+        console_options = {"soft_wrap": True, "markup": False, "emoji": False, "highlight": False}
+        if options.output_file is not None:
+            with options.output_file.open("w", encoding="utf-8") as stream:
+                console = Console(file=stream, no_color=True, color_system=None, **console_options)
+                write_report(diagnostics, console, options.output_format, quiet=options.quiet)
+        else:
+            write_report(diagnostics, Console(stderr=True, **console_options), options.output_format, quiet=options.quiet)
+        return any(d.source == "trace" for d in diagnostics)
+    except Exception as error:  # noqa: BLE001 - the program's own exit code must survive our failure
+        print(f"gpumem-lint trace: error: could not write the report ({error!r})", file=sys.stderr)
+        return False
+
+
+def _script_path(options: TraceOptions) -> str | None:
+    if options.script is not None:
+        return options.script
+    main = sys.modules.get("__main__")
+    return getattr(main, "__file__", None)
+
+
+def _check_writable(path: Path) -> None:
+    try:
+        path.open("a", encoding="utf-8").close()
+    except OSError as error:
+        raise UsageError(f"{path}: cannot write output file: {error.strerror or error}") from None

@@ -1,0 +1,182 @@
+"""Run findings meet static findings: one report, every finding with a source and a status.
+
+- `trace` / `confirmed`: observed at run time, and the static check reports the same code at one of its lines.
+- `trace` / `runtime-only`: observed at run time, missed by the static check (it belongs in a fixture).
+- `check` / `reached-not-observed`: a static finding whose line ran (an op or event was seen there) without the
+  hazard happening on this run.
+- `check` / `not-reached`: a static finding whose line never showed up at run time.
+The static pass covers the script and every first-party module that was imported while it ran.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from gpumem_lint.config import CliOverrides, load_settings
+from gpumem_lint.diagnostics import Diagnostic, Position, RelatedLocation, Severity
+from gpumem_lint.engine import decode_source, lint_path
+from gpumem_lint.noqa import parse_suppressions
+from gpumem_lint.rules import RULES_BY_CODE
+from gpumem_lint.selection import RuleSelection
+from gpumem_lint.trace.findings import Finding
+from gpumem_lint.trace.sites import Site, SiteFinder, display_path
+
+CONFIRMED = "confirmed"
+RUNTIME_ONLY = "runtime-only"
+REACHED = "reached-not-observed"
+NOT_REACHED = "not-reached"
+
+_PREFIX = {
+    CONFIRMED: "confirmed at run time: ",
+    RUNTIME_ONLY: "seen at run time, missed by the static check: ",
+    REACHED: "not observed at run time (the line ran): ",
+    NOT_REACHED: "not reached at run time: ",
+}
+
+
+def executed_first_party_files(script: str | None, sites: SiteFinder) -> list[Path]:
+    """The script and the imported modules that are the user's own code (not stdlib, packages, torch)."""
+    files = {Path(script).resolve()} if script else set()
+    for module in list(sys.modules.values()):
+        filename = getattr(module, "__file__", None)
+        if filename and filename.endswith(".py") and sites._classify(filename):
+            files.add(Path(filename).resolve())
+    return sorted(path for path in files if path.is_file())
+
+
+def static_findings(files: Sequence[Path], overrides: CliOverrides) -> list[Diagnostic]:
+    diagnostics: list[Diagnostic] = []
+    for path in files:
+        settings = load_settings([str(path)], overrides)
+        rules = RuleSelection.from_settings(settings).rules_for(path)
+        diagnostics.extend(lint_path(path, display_path(str(path)), rules))
+    return [d for d in diagnostics if d.code in RULES_BY_CODE and not d.code.startswith("GML0")]
+
+
+def cross_reference(
+    findings: Iterable[Finding],
+    evidence: Iterable[Finding],
+    static: Sequence[Diagnostic],
+    seen: set[tuple[str, int]],
+    selected: frozenset[str],
+) -> list[Diagnostic]:
+    observed = [f for f in findings if f.code in selected and not _suppressed(f)]
+    by_line: dict[tuple[str, int, str], Diagnostic] = {
+        (_absolute(d.path), d.start.row, d.code): d for d in static
+    }
+    matched: set[tuple[str, int, str]] = set()
+    report: list[Diagnostic] = []
+    for finding in observed:
+        key = _match(finding, by_line)
+        if key is None:
+            report.append(_runtime_only(finding))
+        else:
+            matched.add(key)
+            report.append(_confirmed(by_line[key], finding))
+    for finding in evidence:
+        key = _match(finding, by_line)
+        if key is not None and key not in matched and finding.code in selected:
+            matched.add(key)
+            report.append(_confirmed(by_line[key], finding))
+    seen_lines = {(os.path.realpath(path), line) for path, line in seen}
+    for key, diagnostic in by_line.items():
+        if key in matched:
+            continue
+        status = REACHED if (key[0], key[1]) in seen_lines else NOT_REACHED
+        report.append(
+            replace(diagnostic, message=_PREFIX[status] + diagnostic.message, source="check", status=status)
+        )
+    return sorted(report, key=lambda d: d.sort_key)
+
+
+def _match(finding: Finding, by_line) -> tuple[str, int, str] | None:
+    for site in _sites(finding):
+        key = (os.path.realpath(site.path), site.line, finding.code)
+        if key in by_line:
+            return key
+    return None
+
+
+def _sites(finding: Finding) -> list[Site]:
+    return [site for site in (finding.site, *(s for _, s in finding.related)) if site is not None]
+
+
+def _confirmed(static: Diagnostic, finding: Finding) -> Diagnostic:
+    return replace(
+        static,
+        message=_PREFIX[CONFIRMED] + static.message + _story(finding),
+        source="trace",
+        status=CONFIRMED,
+        related=_related(finding),
+    )
+
+
+def _runtime_only(finding: Finding) -> Diagnostic:
+    rule = RULES_BY_CODE.get(finding.code)
+    site = finding.site or next(iter(_sites(finding)), None)
+    path = display_path(site.path) if site else "<unknown>"
+    row = site.line if site else 1
+    start, end = Position(row, 1), Position(row, _line_length(site) + 1 if site else 1)
+    return Diagnostic(
+        path=path,
+        start=start,
+        end=end,
+        code=finding.code,
+        name=rule.name if rule else finding.code,
+        message=_PREFIX[RUNTIME_ONLY] + finding.message + _story(finding),
+        help=rule.fix_title if rule else None,
+        severity=rule.severity if rule else Severity.ERROR,
+        source="trace",
+        status=RUNTIME_ONLY,
+        related=_related(finding),
+    )
+
+
+def _story(finding: Finding) -> str:
+    parts = [f"{label} at {site}" for label, site in finding.related if site is not None]
+    if finding.count > 1:
+        parts.append(f"{finding.count} times")
+    if finding.pid is not None:
+        parts.append(f"in child process {finding.pid}")
+    return f" [{'; '.join(parts)}]" if parts else ""
+
+
+def _related(finding: Finding) -> tuple[RelatedLocation, ...]:
+    return tuple(
+        RelatedLocation(display_path(site.path), Position(site.line, 1), label)
+        for label, site in finding.related
+        if site is not None
+    )
+
+
+def _absolute(display: str) -> str:
+    return os.path.realpath(display)
+
+
+def _line_length(site: Site) -> int:
+    lines = _source_lines(site.path)
+    return len(lines[site.line - 1].rstrip()) if 0 < site.line <= len(lines) else 0
+
+
+def _suppressed(finding: Finding) -> bool:
+    """`# noqa: CODE` on the reported line silences the run-time finding too."""
+    if finding.site is None:
+        return False
+    text = "\n".join(_source_lines(finding.site.path))
+    return parse_suppressions(text).suppresses(finding.code, (finding.site.line,))
+
+
+_LINES: dict[str, list[str]] = {}
+
+
+def _source_lines(path: str) -> list[str]:
+    if path not in _LINES:
+        try:
+            _LINES[path] = decode_source(Path(path).read_bytes()).splitlines()
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            _LINES[path] = []
+    return _LINES[path]

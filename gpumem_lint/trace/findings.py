@@ -1,0 +1,75 @@
+"""What the tracer observed: hazards grouped by (code, where it was written, where the alias came from).
+
+Findings are plain data so that child processes can send theirs back as JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpumem_lint.trace.sites import Site
+
+
+@dataclass
+class Finding:
+    code: str
+    #: The sentence that explains it, without sites (they are appended from the fields below).
+    message: str
+    #: Where the report points: the write, the env-var assignment, the fork.
+    site: Site | None
+    #: Named further locations, in the order the story happens: [("alias made", site), ("read", site)].
+    related: list[tuple[str, Site]] = field(default_factory=list)
+    count: int = 1
+    pid: int | None = None
+
+    @property
+    def key(self) -> tuple:
+        return (self.code, self.site, tuple(self.related[:1]))
+
+    def to_json(self) -> dict:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "site": self.site.to_json() if self.site else None,
+            "related": [[label, site.to_json()] for label, site in self.related],
+            "count": self.count,
+            "pid": self.pid,
+        }
+
+    @classmethod
+    def from_json(cls, value: dict) -> Finding:
+        return cls(
+            code=value["code"],
+            message=value["message"],
+            site=Site.from_json(value["site"]) if value["site"] else None,
+            related=[(label, Site.from_json(site)) for label, site in value["related"]],
+            count=value["count"],
+            pid=value["pid"],
+        )
+
+
+class FindingLog:
+    """Repeats of one hazard (same code, site and alias site) fold into one finding with a count."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple, Finding] = {}
+
+    def add(self, finding: Finding) -> None:
+        existing = self._by_key.get(finding.key)
+        if existing is None:
+            self._by_key[finding.key] = finding
+        else:
+            existing.count += finding.count
+
+    def extend(self, findings) -> None:
+        for finding in findings:
+            self.add(finding)
+
+    def clear(self) -> None:
+        self._by_key.clear()
+
+    def __iter__(self):
+        return iter(list(self._by_key.values()))
+
+    def __len__(self) -> int:
+        return len(self._by_key)

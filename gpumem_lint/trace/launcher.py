@@ -1,0 +1,132 @@
+"""Run a script or module as `__main__` in this interpreter, the way `python SCRIPT` and `python -m MODULE` do.
+
+What the program can observe is kept as the interpreter sets it: `sys.argv`, `sys.path[0]`, a fresh
+`__main__` module with `__file__` (so spawn children import the user's script), the traceback of an uncaught
+exception (our frames removed), `sys.exit` codes and messages, and the order of the shutdown that follows:
+non-daemon threads are joined, then atexit handlers run. Only then does the caller write its report.
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import os
+import runpy
+import sys
+import threading
+import types
+from dataclasses import dataclass
+from importlib.machinery import SourceFileLoader
+from pathlib import Path
+
+_TRACE_DIR = str(Path(__file__).resolve().parent) + os.sep
+
+
+@dataclass(frozen=True)
+class Outcome:
+    exit_code: int
+    interrupted: bool = False  # an uncaught KeyboardInterrupt: the process must die of SIGINT, as python does
+
+
+def run_script(path: str, args: list[str]) -> Outcome:
+    absolute = os.path.abspath(path)
+    try:
+        source = Path(absolute).read_bytes()
+    except OSError as error:
+        print(f"{sys.executable}: can't open file {absolute!r}: [Errno {error.errno}] {error.strerror}", file=sys.stderr)
+        return Outcome(2)
+    main = _fresh_main()
+    main.__file__ = absolute
+    main.__cached__ = None
+    main.__loader__ = SourceFileLoader("__main__", absolute)
+    sys.argv = [path, *args]
+    sys.path[0] = os.path.dirname(absolute)
+
+    def body() -> None:
+        # dont_inherit: our own `from __future__` imports must not leak into the user's code.
+        code = compile(source, absolute, "exec", dont_inherit=True)
+        exec(code, main.__dict__)
+
+    return _run(body)
+
+
+def run_module(name: str, args: list[str]) -> Outcome:
+    _fresh_main()
+    sys.argv = ["-m", *args]  # runpy puts the module's file in argv[0], as `python -m` does
+    sys.path[0] = os.getcwd()
+    return _run(lambda: runpy._run_module_as_main(name, alter_argv=True))
+
+
+def shut_down() -> None:
+    """What the interpreter does after `__main__` finishes: join non-daemon threads, then run atexit handlers."""
+    threading._shutdown()
+    atexit._run_exitfuncs()
+
+
+def _fresh_main() -> types.ModuleType:
+    main = types.ModuleType("__main__")
+    main.__builtins__ = builtins
+    main.__spec__ = None
+    main.__package__ = None
+    sys.modules["__main__"] = main
+    return main
+
+
+def _run(body) -> Outcome:
+    try:
+        body()
+    except SystemExit as exit_:
+        return Outcome(_system_exit_code(exit_.code))
+    except KeyboardInterrupt as error:
+        _print_uncaught(error)
+        return Outcome(130, interrupted=True)
+    except BaseException as error:  # noqa: BLE001 - the program's own uncaught exception
+        _print_uncaught(error)
+        return Outcome(1)
+    return Outcome(0)
+
+
+def _system_exit_code(code) -> int:
+    """As Py_Exit's handling of SystemExit: None is 0, an int is itself, anything else is printed and is 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _print_uncaught(error: BaseException) -> None:
+    _strip_own_frames(error, set())
+    sys.stderr.flush()
+    sys.excepthook(type(error), error, error.__traceback__)
+
+
+def _launcher_dirs() -> tuple[str, ...]:
+    """gpumem-lint and the CLI libraries that called it: the frames above the program's first one."""
+    modules = [sys.modules.get(name) for name in ("gpumem_lint", "typer", "click")]
+    return tuple(str(Path(m.__file__).resolve().parent) + os.sep for m in modules if m and m.__file__)
+
+
+def _strip_own_frames(error: BaseException | None, seen: set[int]) -> None:
+    """Remove the launcher's and the tracer's frames, so the traceback reads as it would without `trace`."""
+    if error is None or id(error) in seen:
+        return
+    seen.add(id(error))
+    entries = []
+    tb = error.__traceback__
+    leading = True
+    while tb is not None:
+        filename = os.path.realpath(tb.tb_frame.f_code.co_filename)
+        own = filename.startswith(_launcher_dirs() if leading else _TRACE_DIR)
+        if not own:
+            leading = False
+            entries.append(tb)
+        tb = tb.tb_next
+    for first, second in zip(entries, entries[1:]):
+        first.tb_next = second
+    if entries:
+        entries[-1].tb_next = None
+        error.__traceback__ = entries[0]
+    _strip_own_frames(error.__cause__, seen)
+    _strip_own_frames(error.__context__, seen)

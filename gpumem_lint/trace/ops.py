@@ -1,0 +1,73 @@
+"""Per-operator facts read once from its schema (torch): what it writes, whether it returns views.
+
+Uses torch. `op_info(func)` is cached per OpOverload, so the dispatch hook pays one dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+_TABLE = tomllib.loads((Path(__file__).with_name("op_effects.toml")).read_text(encoding="utf-8"))
+_UNDECLARED_WRITES: dict[str, list[str]] = _TABLE["undeclared_writes"]
+_OVERWRITES = frozenset(_TABLE["overwrites"]["ops"])
+
+OTHER, VIEW, WRITE = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    name: str  # "aten::add_"
+    kind: int  # OTHER, VIEW or WRITE
+    #: Positions and keyword names of the written arguments (a Tensor or a list of Tensors).
+    written_positions: tuple[int, ...] = ()
+    written_names: tuple[str, ...] = ()
+    #: Writes all of its output without reading it (copy_, fill_): ends a pending read-after-write.
+    overwrites: bool = False
+    #: Undeclared writes happen only when this boolean argument is true (batch norm's `training`).
+    only_when: tuple[int, str] | None = None
+
+
+_CACHE: dict[object, OpInfo] = {}
+
+
+def op_info(func) -> OpInfo:
+    info = _CACHE.get(func)
+    if info is None:
+        info = _CACHE[func] = _analyse(func)
+    return info
+
+
+def _analyse(func) -> OpInfo:
+    schema = func._schema
+    name = schema.name
+    arguments = list(schema.arguments)
+    written = [
+        (index, argument.name)
+        for index, argument in enumerate(arguments)
+        if argument.alias_info is not None and argument.alias_info.is_write
+    ]
+    only_when = None
+    if not written and name in _UNDECLARED_WRITES:
+        names = _UNDECLARED_WRITES[name]
+        written = [(index, argument.name) for index, argument in enumerate(arguments) if argument.name in names]
+        training = next((i for i, a in enumerate(arguments) if a.name == "training"), None)
+        if training is not None:
+            only_when = (training, "training")
+    if written:
+        return OpInfo(
+            name=name,
+            kind=WRITE,
+            written_positions=tuple(index for index, _ in written if not arguments[index].kwarg_only),
+            written_names=tuple(arg_name for _, arg_name in written),
+            overwrites=name in _OVERWRITES,
+            only_when=only_when,
+        )
+    returns_view = any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+    return OpInfo(name=name, kind=VIEW if returns_view else OTHER)

@@ -1,0 +1,191 @@
+"""Python-level hooks for what never reaches a dispatch mode (torch).
+
+`.data` and `.detach()` arrive as the same `aten.detach` op, `x.data = y` dispatches nothing, `from_numpy`
+dispatches only `lift_fresh`, pickling to another process dispatches nothing (torch-runtime-facts.md §0.3-0.4).
+Each wrapper calls the original first-class function and only records; a failure in the recording half stops
+tracing (fail open) and never changes what the program sees.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing.queues
+import multiprocessing.reduction
+
+import torch
+
+from gpumem_lint.trace.tracker import Tracker, _storage_id
+
+
+def install(tracker: Tracker, environment) -> None:
+    _track_data_attribute(tracker)
+    _track_from_numpy(tracker)
+    _track_state_dict(tracker)
+    _track_optimizer_steps(tracker)
+    _track_torch_save(tracker)
+    _track_process_crossings(tracker)
+    _track_cuda_events(tracker, environment)
+
+
+def _guarded(tracker: Tracker, record) -> None:
+    try:
+        record()
+    except Exception as error:  # noqa: BLE001 - fail open
+        tracker.fail(error)
+
+
+def _track_data_attribute(tracker: Tracker) -> None:
+    descriptor = torch._C.TensorBase.data
+
+    def get_data(self):
+        tracker.next_detach_kind = "data"
+        try:
+            return descriptor.__get__(self)
+        finally:
+            tracker.next_detach_kind = None
+
+    def set_data(self, value):
+        descriptor.__set__(self, value)
+        if tracker.active:
+            _guarded(tracker, lambda: tracker.on_data_assigned(self))
+
+    torch.Tensor.data = property(get_data, set_data, doc=descriptor.__doc__)
+
+
+def _track_from_numpy(tracker: Tracker) -> None:
+    original = torch.from_numpy
+
+    @functools.wraps(original)
+    def from_numpy(array):
+        tensor = original(array)
+        if tracker.active:
+            _guarded(tracker, lambda: tracker.on_from_numpy(array, tensor))
+        return tensor
+
+    torch.from_numpy = from_numpy
+
+
+def _track_state_dict(tracker: Tracker) -> None:
+    original = torch.nn.Module.state_dict
+
+    @functools.wraps(original)
+    def state_dict(self, *args, **kwargs):
+        tracker.state_dict_depth += 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            tracker.state_dict_depth -= 1
+
+    torch.nn.Module.state_dict = state_dict
+
+
+def _track_optimizer_steps(tracker: Tracker) -> None:
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    def pre(optimizer, args, kwargs):
+        tracker.optimizer_depth = 1
+
+    def post(optimizer, args, kwargs):
+        tracker.optimizer_depth = 0
+
+    register_optimizer_step_pre_hook(pre)
+    register_optimizer_step_post_hook(post)
+
+
+def _track_torch_save(tracker: Tracker) -> None:
+    """`torch.save` reads tensors without dispatching: it counts as a read of every tensor it writes out."""
+    original = torch.save
+
+    @functools.wraps(original)
+    def save(obj, *args, **kwargs):
+        if tracker.active and tracker.pending:
+            _guarded(tracker, lambda: tracker.on_serialized(_tensors_in(obj)))
+        return original(obj, *args, **kwargs)
+
+    torch.save = save
+
+
+def _track_process_crossings(tracker: Tracker) -> None:
+    reducers = multiprocessing.reduction.ForkingPickler._extra_reducers
+    for cls in (torch.Tensor, torch.nn.Parameter):
+        original = reducers.get(cls)
+        if original is not None:
+            reducers[cls] = _crossing_reducer(tracker, original)
+
+    original_put = multiprocessing.queues.Queue.put
+
+    @functools.wraps(original_put)
+    def put(self, obj, *args, **kwargs):
+        # The feeder thread pickles later, where no user frame is on the stack: note the site now.
+        if tracker.active:
+            _guarded(tracker, lambda: tracker.on_crossing(_tensors_in(obj), tracker.sites.user_site()))
+        return original_put(self, obj, *args, **kwargs)
+
+    multiprocessing.queues.Queue.put = put
+
+    original_share = torch.Tensor.share_memory_
+
+    @functools.wraps(original_share)
+    def share_memory_(self):
+        result = original_share(self)
+        if tracker.active:
+            _guarded(tracker, lambda: tracker.shared_on_purpose.add(_storage_id(self)))
+        return result
+
+    torch.Tensor.share_memory_ = share_memory_
+
+
+def _crossing_reducer(tracker: Tracker, original):
+    @functools.wraps(original)
+    def reduce(tensor):
+        if tracker.active:
+            _guarded(tracker, lambda: tracker.on_crossing([tensor], tracker.sites.user_site()))
+        return original(tensor)
+
+    return reduce
+
+
+def _track_cuda_events(tracker: Tracker, environment) -> None:
+    """Where the CUDA driver and torch.cuda were first initialised, for messages and for fork children."""
+    count = getattr(torch._C, "_cuda_getDeviceCount", None)
+    if count is not None:
+
+        @functools.wraps(count)
+        def device_count(*args, **kwargs):
+            environment.record("cuda_driver_init")
+            return count(*args, **kwargs)
+
+        torch._C._cuda_getDeviceCount = device_count
+
+    lazy_init = torch.cuda._lazy_init
+
+    @functools.wraps(lazy_init)
+    def traced_lazy_init():
+        if not torch.cuda.is_initialized():
+            environment.record("torch_cuda_init")
+            environment.cuda_used()
+        return lazy_init()
+
+    torch.cuda._lazy_init = traced_lazy_init
+
+    if torch.distributed.is_available():
+        init_process_group = torch.distributed.init_process_group
+
+        @functools.wraps(init_process_group)
+        def traced_init_process_group(*args, **kwargs):
+            environment.record("process_group_init")
+            return init_process_group(*args, **kwargs)
+
+        torch.distributed.init_process_group = traced_init_process_group
+
+
+def _tensors_in(obj, depth: int = 0):
+    """Tensors in an object and its containers, a few levels deep (what a queue item or checkpoint holds)."""
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif depth < 4 and isinstance(obj, (list, tuple, set)):
+        for item in obj:
+            yield from _tensors_in(item, depth + 1)
+    elif depth < 4 and isinstance(obj, dict):
+        for item in obj.values():
+            yield from _tensors_in(item, depth + 1)

@@ -1,0 +1,156 @@
+"""One traced process: the hooks it installs, when, and the records it leaves.
+
+Before the program runs, only torch-free hooks go in: the audit hook (environment writes, forks), fork and
+`os._exit` handlers, the spawn command line. The storage tracker and the torch patches go in right after the
+program's own first `import torch` finishes, so the program imports torch exactly when it would without us.
+
+Child processes write their findings to `<records>/<pid>.json`; the parent merges them at the end. Fork children
+(DataLoader workers among them) inherit this session and leave through `os._exit`; spawn children install a
+session of their own from the command line (children.py) and leave through atexit.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from gpumem_lint.trace.environment import Environment
+from gpumem_lint.trace.findings import Finding, FindingLog
+from gpumem_lint.trace.sites import SiteFinder
+
+
+class Session:
+    def __init__(self, records: Path, *, max_ops: int | None = None, max_seconds: float | None = None) -> None:
+        self.records = records
+        self.max_ops = max_ops
+        self.max_seconds = max_seconds
+        self.sites = SiteFinder()
+        self.log = FindingLog()
+        #: View aliases read after a write: never reported alone, they confirm static findings.
+        self.evidence = FindingLog()
+        self.environment = Environment(self.sites, self.log, self.warn_once)
+        self.tracker = None
+        self.pid = os.getpid()
+        self.is_child = False
+        self._warned = False
+        self._real_exit = os._exit
+
+    # -- installation --------------------------------------------------------------------------------------
+
+    def install(self) -> None:
+        sys.addaudithook(self.environment.audit)
+        os.register_at_fork(after_in_child=self._after_fork_in_child)
+        os._exit = self._exit
+        from gpumem_lint.trace.children import trace_spawn_children
+
+        trace_spawn_children(self)
+        if "torch" in sys.modules:
+            self._torch_imported()
+        else:
+            sys.meta_path.insert(0, _TorchImportWatcher(self._torch_imported))
+
+    def _torch_imported(self) -> None:
+        self.environment.record("import_torch")
+        try:
+            from gpumem_lint.trace import patches
+            from gpumem_lint.trace.tracker import StorageMode, Tracker
+
+            tracker = Tracker(self.sites, self.log, self.evidence, self.warn_once)
+            tracker.max_ops = self.max_ops
+            if self.max_seconds is not None:
+                tracker.deadline = time.monotonic() + self.max_seconds
+            patches.install(tracker, self.environment)
+            StorageMode(tracker).__enter__()  # stays on this thread's mode stack for the rest of the run
+            self.tracker = tracker
+        except Exception as error:  # noqa: BLE001 - fail open
+            self.warn_once(f"storage tracing is off: it could not start ({error!r})")
+
+    def warn_once(self, text: str) -> None:
+        if not self._warned:
+            self._warned = True
+            print(f"gpumem-lint trace: warning: {text}", file=sys.stderr, flush=True)
+
+    # -- the end of a process ------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        if self.tracker is not None:
+            self.tracker.active = False
+        self.environment.flush()
+
+    def findings(self) -> list[Finding]:
+        """This process's findings and those its children left, merged."""
+        merged = FindingLog()
+        merged.extend(self.log)
+        for path in sorted(self.records.glob("*.json")):
+            try:
+                merged.extend(Finding.from_json(item) for item in json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # a child killed while writing: its records are lost, the rest are not
+        return list(merged)
+
+    def write_child_records(self) -> None:
+        """In a child process: leave this process's findings for the parent."""
+        self.stop()
+        findings = []
+        for finding in self.log:
+            finding.pid = finding.pid or os.getpid()
+            findings.append(finding.to_json())
+        if not findings:
+            return
+        path = self.records / f"{os.getpid()}.json"
+        temporary = path.with_suffix(".tmp")
+        try:
+            temporary.write_text(json.dumps(findings), encoding="utf-8")
+            temporary.replace(path)
+        except OSError:
+            pass
+
+    def _after_fork_in_child(self) -> None:
+        self.is_child = True
+        self.log.clear()  # the parent reports its own findings
+        self.evidence.clear()
+        self.environment.after_fork_in_child()
+
+    def _exit(self, code: int) -> None:
+        if self.is_child:
+            try:
+                self.write_child_records()
+            except Exception:  # noqa: BLE001 - the child's exit must happen whatever we fail at
+                pass
+        self._real_exit(code)
+
+
+class _TorchImportWatcher(importlib.abc.MetaPathFinder):
+    """Calls `on_import` once `import torch` has finished executing torch/__init__.py."""
+
+    def __init__(self, on_import) -> None:
+        self._on_import = on_import
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        spec.loader = _NotifyingLoader(spec.loader, self._on_import)
+        return spec
+
+
+class _NotifyingLoader(importlib.abc.Loader):
+    def __init__(self, loader, on_import) -> None:
+        self._loader = loader
+        self._on_import = on_import
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        module.__loader__ = module.__spec__.loader = self._loader  # torch sees its own loader
+        self._loader.exec_module(module)
+        self._on_import()

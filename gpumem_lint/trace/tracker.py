@@ -1,0 +1,453 @@
+"""The storage tracker (torch): which live tensors share memory, which writes made them stale, which stale
+alias was then read.
+
+Identity is `torch._C._storage_id` (the StorageImpl pointer, shared by every view); ids are reused after a
+free, so every record holds a weak reference and a dead one never matches. The dispatch hook does the least it
+can: one cached schema lookup per op, a source-site walk only for view-making and writing ops, and read checks
+only while some write is waiting for its confirming read.
+
+Hazard families and when they are confirmed:
+- GML103 (GML102 for `state_dict()` tensors): a write into memory that a `.detach()`/`.data`/`state_dict()`
+  alias made at another line shares, through a tensor that is not a view of that alias, and the alias is read
+  afterwards. Plain views read after a write are kept as evidence only: they confirm a static GML103 finding but
+  are never reported alone (a view that sees its base's updates is usually the point of the view).
+- GML101: a write through `.data` (which autograd cannot see) that the next backward reads before any forward op
+  has read the new values.
+- GML106: a tensor made by `torch.from_numpy` read after its array was rewritten, while a newer tensor made from
+  the same array is alive (the code wrapped it again, so it meant each wrap as a separate copy).
+- process boundary: an in-place write to a storage after it was sent to another process.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from gpumem_lint.trace.codes import CODES
+from gpumem_lint.trace.findings import Finding, FindingLog
+from gpumem_lint.trace.ops import OTHER, VIEW, op_info
+from gpumem_lint.trace.sites import Site, SiteFinder
+
+Tensor = torch.Tensor
+_storage_id = getattr(torch._C, "_storage_id", None) or (lambda t: t.untyped_storage()._cdata)
+_in_backward = torch._C._current_autograd_node
+
+#: Aliases that exist to hold values (a snapshot, a gradient-free copy): reading new values through them is
+#: the hazard. "view" is not among them.
+SNAPSHOT_KINDS = frozenset({"detach", "data", "state_dict"})
+_SWEEP_EVERY = 4096
+_ANCESTRY_LIMIT = 64
+
+
+class Alias:
+    """A tensor that shares the storage of the tensor it was made from."""
+
+    __slots__ = ("ref", "kind", "site", "parent")
+
+    def __init__(self, ref, kind: str, site: Site | None, parent: int) -> None:
+        self.ref = ref
+        self.kind = kind
+        self.site = site
+        self.parent = parent  # id() of the tensor it was made from
+
+
+@dataclass
+class PendingRead:
+    """A write made `alias` stale; the next read of it confirms the hazard."""
+
+    alias: Alias
+    op: str
+    write_site: Site | None
+
+
+@dataclass
+class DataWrite:
+    """A write through `.data`: confirmed when backward reads the storage before any forward op does."""
+
+    op: str
+    write_site: Site | None
+    alias_site: Site | None
+
+
+@dataclass
+class NumpyWrap:
+    tensor: weakref.ref
+    array: weakref.ref
+    site: Site | None
+    fingerprint: int
+    epoch: int
+
+
+class Tracker:
+    def __init__(self, sites: SiteFinder, log: FindingLog, evidence: FindingLog, warn_once) -> None:
+        self.sites = sites
+        self.log = log
+        self.evidence = evidence
+        self._warn_once = warn_once
+        self.active = True
+        self.ops = 0
+        self.max_ops: int | None = None
+        self.deadline: float | None = None
+        self.aliases: dict[int, list[Alias]] = {}
+        self.by_id: dict[int, Alias] = {}
+        self.pending: dict[int, PendingRead] = {}
+        self.data_writes: dict[int, DataWrite] = {}
+        self.numpy_wraps: dict[int, list[NumpyWrap]] = {}
+        self.watched: dict[int, NumpyWrap] = {}
+        #: Torch-side writes per storage, so a numpy-side change is told apart from a torch write.
+        self.write_epoch: dict[int, int] = {}
+        self.crossed: dict[int, Site | None] = {}
+        self.shared_on_purpose: set[int] = set()
+        self.next_detach_kind: str | None = None
+        self.state_dict_depth = 0
+        self.optimizer_depth = 0
+        self._registrations = 0
+
+    # -- the dispatch hook's two halves -------------------------------------------------------------------
+
+    def before(self, func, args, kwargs):
+        self.ops += 1
+        if self.max_ops is not None and self.ops > self.max_ops:
+            self.stop()
+            return None
+        if self.deadline is not None and not self.ops & 255 and time.monotonic() > self.deadline:
+            self.stop()
+            return None
+        info = op_info(func)
+        if self.pending or self.data_writes or self.watched:
+            self._check_reads(info, args, kwargs)
+        return None if info.kind == OTHER else info
+
+    def after(self, info, args, kwargs, out) -> None:
+        if info.kind == VIEW:
+            self._register_views(info, args, out)
+        else:
+            self._on_write(info, args, kwargs)
+
+    def stop(self) -> None:
+        """Sampling limit reached: the program goes on untraced."""
+        self.active = False
+
+    def fail(self, error: BaseException) -> None:
+        """The tracer broke: stop tracing, say so once, and never disturb the program."""
+        self.active = False
+        self._warn_once(f"tracing stopped after an internal error ({error!r}); the program continues untraced")
+
+    # -- views ---------------------------------------------------------------------------------------------
+
+    def _register_views(self, info, args, out) -> None:
+        source = args[0] if args else None
+        if not isinstance(source, Tensor):
+            return
+        if info.name == "aten::detach":
+            kind = self.next_detach_kind or ("state_dict" if self.state_dict_depth else "detach")
+            self.next_detach_kind = None
+        else:
+            kind = "view"
+        try:
+            storage = _storage_id(source)
+        except RuntimeError:  # sparse, meta or otherwise storage-less tensors
+            return
+        site = self.sites.user_site()
+        aliases = self.aliases.get(storage)
+        if aliases is None:
+            aliases = self.aliases[storage] = []
+        parent = id(source)
+        for tensor in out if isinstance(out, (list, tuple)) else (out,):
+            if isinstance(tensor, Tensor):
+                alias = Alias(weakref.ref(tensor), kind, site, parent)
+                aliases.append(alias)
+                self.by_id[id(tensor)] = alias
+        self._registrations += 1
+        if self._registrations % _SWEEP_EVERY == 0:
+            self._sweep()
+
+    def _sweep(self) -> None:
+        """Forget dead tensors, so memory stays bounded by the live ones."""
+        live = {}
+        for storage, aliases in self.aliases.items():
+            kept = [alias for alias in aliases if alias.ref() is not None]
+            if kept:
+                live[storage] = kept
+        self.aliases = live
+        self.by_id = {key: alias for key, alias in self.by_id.items() if alias.ref() is not None}
+
+    # -- writes --------------------------------------------------------------------------------------------
+
+    def _on_write(self, info, args, kwargs) -> None:
+        if info.only_when is not None:
+            index, name = info.only_when
+            if not (args[index] if index < len(args) else kwargs.get(name)):
+                return
+        for index in info.written_positions:
+            if index < len(args):
+                self._write_target(info, args[index])
+        for name in info.written_names:
+            target = kwargs.get(name)
+            if target is not None:
+                self._write_target(info, target)
+
+    def _write_target(self, info, target) -> None:
+        if isinstance(target, (list, tuple)):
+            for tensor in target:
+                self._write_target(info, tensor)
+            return
+        if not isinstance(target, Tensor):
+            return
+        try:
+            storage = _storage_id(target)
+        except RuntimeError:
+            return
+        site = None
+        if self.numpy_wraps:
+            self.write_epoch[storage] = self.write_epoch.get(storage, 0) + 1
+        aliases = self.aliases.get(storage)
+        if aliases:
+            site = self._stale_aliases(info, target, aliases)
+        if self.crossed and storage in self.crossed and storage not in self.shared_on_purpose:
+            site = site or self.sites.user_site()
+            self.log.add(
+                Finding(
+                    CODES["process-boundary"],
+                    f"in-place `{_short(info.name)}` wrote a tensor after it was sent to another process: the "
+                    "receiver shares this memory, so it sees the write (or races with it)",
+                    site,
+                    [("sent to another process", self.crossed[storage])] if self.crossed[storage] else [],
+                )
+            )
+        own = self.by_id.get(id(target))
+        if own is not None and own.kind == "data" and own.ref() is target:
+            site = site or self.sites.user_site()
+            self.data_writes[storage] = DataWrite(_short(info.name), site, own.site)
+
+    def _stale_aliases(self, info, target, aliases: list[Alias]) -> Site | None:
+        site = None
+        for alias in aliases:
+            other = alias.ref()
+            if other is None or other is target:
+                continue
+            if self.optimizer_depth and alias.kind not in SNAPSHOT_KINDS:
+                continue  # optimizer updates are meant to show through views of the parameters
+            if self._descends(target, other) or not _overlap(target, other):
+                continue  # writing through a view of the alias is how one updates it on purpose
+            if site is None:
+                site = self.sites.user_site()
+            if alias.site == site:
+                continue  # a temporary of the same statement: `x[0] = 5`, `deepcopy`'s `new_empty` + `copy_`
+            self.pending[id(other)] = PendingRead(alias, _short(info.name), site)
+        return site
+
+    def _descends(self, tensor, ancestor) -> bool:
+        target = id(ancestor)
+        alias = self.by_id.get(id(tensor))
+        for _ in range(_ANCESTRY_LIMIT):
+            if alias is None or alias.ref() is None:
+                return False
+            if alias.parent == target:
+                return True
+            alias = self.by_id.get(alias.parent)
+        return False
+
+    # -- reads ---------------------------------------------------------------------------------------------
+
+    def _check_reads(self, info, args, kwargs) -> None:
+        for value in args:
+            if isinstance(value, Tensor):
+                self._read(info, value, args)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    if isinstance(item, Tensor):
+                        self._read(info, item, args)
+        for value in kwargs.values():
+            if isinstance(value, Tensor):
+                self._read(info, value, args)
+
+    def _read(self, info, tensor, args) -> None:
+        key = id(tensor)
+        pending = self.pending.get(key)
+        if pending is not None:
+            del self.pending[key]
+            if pending.alias.ref() is tensor and not (info.overwrites and args[0] is tensor):
+                self._confirm_stale_read(pending)
+        if self.watched:
+            wrap = self.watched.get(key)
+            if wrap is not None and wrap.tensor() is tensor:
+                self._check_numpy_read(key, tensor, wrap)
+        if self.data_writes:
+            try:
+                storage = _storage_id(tensor)
+            except RuntimeError:
+                return
+            write = self.data_writes.pop(storage, None)
+            if write is not None and _in_backward() is not None:
+                self.log.add(
+                    Finding(
+                        CODES["data-write"],
+                        f"`{write.op}` through `.data` changed a tensor that autograd saved in the forward pass; "
+                        "`.data` writes do not bump the version counter, so backward silently used the new "
+                        "values and the gradients are wrong",
+                        write.write_site,
+                        [(".data taken", write.alias_site), ("read by backward", self.sites.user_site())],
+                    )
+                )
+
+    def _confirm_stale_read(self, pending: PendingRead) -> None:
+        alias = pending.alias
+        read_site = self.sites.user_site()
+        related = [(f"{_KIND_WORDS[alias.kind]} made", alias.site), ("read", read_site)]
+        if alias.kind == "state_dict":
+            finding = Finding(
+                CODES["state-dict"],
+                f"`{pending.op}` overwrote parameters that a `state_dict()` kept as a snapshot still shares; "
+                "the snapshot was read afterwards and holds the new values, not the saved ones",
+                pending.write_site,
+                related,
+            )
+        else:
+            finding = Finding(
+                CODES["alias-write"],
+                f"in-place `{pending.op}` wrote memory that a {_KIND_WORDS[alias.kind]} made elsewhere shares; "
+                "that alias was read afterwards and saw the new values, not the ones it was taken from",
+                pending.write_site,
+                related,
+            )
+        (self.log if alias.kind in SNAPSHOT_KINDS else self.evidence).add(finding)
+
+    # -- events the Python-level hooks report (patches.py) --------------------------------------------------
+
+    def on_data_assigned(self, tensor) -> None:
+        """`x.data = y` swaps x's memory without a dispatch and without a version bump."""
+        site = self.sites.user_site()
+        self.data_writes[_storage_id(tensor)] = DataWrite("x.data = ...", site, site)
+
+    def on_serialized(self, tensors) -> None:
+        for tensor in tensors:
+            pending = self.pending.pop(id(tensor), None)
+            if pending is not None and pending.alias.ref() is tensor:
+                self._confirm_stale_read(pending)
+
+    def on_crossing(self, tensors, site: Site | None) -> None:
+        for tensor in tensors:
+            storage = _storage_id(tensor)
+            if self.crossed.get(storage) is None:
+                self.crossed[storage] = site
+
+    # -- numpy ---------------------------------------------------------------------------------------------
+
+    def on_from_numpy(self, array, tensor) -> None:
+        storage = _storage_id(tensor)
+        wraps = [w for w in self.numpy_wraps.get(storage, ()) if w.tensor() is not None]
+        wrap = NumpyWrap(
+            weakref.ref(tensor),
+            weakref.ref(array),
+            self.sites.user_site(),
+            _fingerprint(array),
+            self.write_epoch.get(storage, 0),
+        )
+        for older in wraps:
+            self.watched[id(older.tensor())] = older
+        wraps.append(wrap)
+        self.numpy_wraps[storage] = wraps
+
+    def _check_numpy_read(self, key, tensor, wrap: NumpyWrap) -> None:
+        array = wrap.array()
+        storage = _storage_id(tensor)
+        if array is None or self.write_epoch.get(storage, 0) != wrap.epoch:
+            self.watched.pop(key, None)  # torch wrote it itself: visible, not a numpy-side surprise
+            return
+        if _fingerprint(array) == wrap.fingerprint:
+            return
+        del self.watched[key]
+        newest = self.numpy_wraps[storage][-1]
+        self.log.add(
+            Finding(
+                CODES["numpy"],
+                "a tensor made by `torch.from_numpy` was read after its numpy array was rewritten: it shares the "
+                "array's memory, so it holds the new data, although the same array was wrapped again later as if "
+                "each wrap were a separate copy",
+                self.sites.user_site(),
+                [("tensor made", wrap.site), ("same array wrapped again", newest.site)],
+            )
+        )
+
+
+_KIND_WORDS = {
+    "detach": "`.detach()` alias",
+    "data": "`.data` alias",
+    "state_dict": "`state_dict()` tensor",
+    "view": "view",
+}
+
+
+def _short(name: str) -> str:
+    return name.split("::", 1)[-1]
+
+
+def _overlap(a, b) -> bool:
+    """Whether the element ranges two tensors span in their common storage intersect (a superset test)."""
+    return _span(a) & _span(b)
+
+
+class _Span:
+    __slots__ = ("low", "high")
+
+    def __init__(self, low: int, high: int) -> None:
+        self.low, self.high = low, high
+
+    def __and__(self, other: _Span) -> bool:
+        return self.low < other.high and other.low < self.high
+
+
+def _span(tensor) -> _Span:
+    size = tensor.element_size()
+    low = tensor.storage_offset()
+    if tensor.numel() == 0:
+        return _Span(low * size, low * size)
+    high = low + sum((n - 1) * stride for n, stride in zip(tensor.shape, tensor.stride()))
+    return _Span(low * size, (high + 1) * size)
+
+
+def _fingerprint(array) -> int:
+    return hash(array.tobytes())
+
+
+class StorageMode(TorchDispatchMode):
+    """The dispatch hook. Inner work is guarded: a tracer failure stops tracing; the program never sees it."""
+
+    def __init__(self, tracker: Tracker) -> None:
+        super().__init__()
+        self.tracker = tracker
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # The default wraps the hook in `torch._disable_dynamo`, which imports torch._dynamo on the first op:
+        # a 1-3 s stall that changed the outcome of a multiprocessing race (torch-runtime-facts.md §0.6).
+        return False
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        # Compiled regions run as compiled, not eagerly under the mode: the numbers stay those of the program.
+        return True
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if kwargs is None:
+            kwargs = {}
+        tracker = self.tracker
+        if types or not tracker.active:
+            return func(*args, **kwargs)
+        try:
+            info = tracker.before(func, args, kwargs)
+        except Exception as error:  # noqa: BLE001 - fail open
+            tracker.fail(error)
+            info = None
+        out = func(*args, **kwargs)
+        if info is not None:
+            try:
+                tracker.after(info, args, kwargs, out)
+            except Exception as error:  # noqa: BLE001 - fail open
+                tracker.fail(error)
+        return out
