@@ -29,6 +29,7 @@ class Event:
     phrase: str  # "the CUDA driver was initialised"
     implies: tuple[str, ...]
     calls: frozenset[str]
+    cuda_argument_calls: frozenset[str]  # count only when the first argument / device_type names CUDA
     methods: frozenset[str]
     device_methods: frozenset[str]
     device_keyword: str | None
@@ -90,6 +91,7 @@ def lockin_table() -> LockinTable:
             phrase=raw["phrase"],
             implies=tuple(raw.get("implies", ())),
             calls=frozenset(raw.get("calls", ())),
+            cuda_argument_calls=frozenset(raw.get("cuda_argument_calls", ())),
             methods=frozenset(raw.get("methods", ())),
             device_methods=frozenset(raw.get("device_methods", ())),
             device_keyword=raw.get("device_keyword"),

@@ -22,7 +22,7 @@ ends its function's path, one that ends in `raise`/`sys.exit()` ends the program
 loop, a step later in the body also precedes an earlier one (the next iteration).
 
 Each call is classified with the lock-in table (`knowledge/lockin.toml`): the events it causes
-(`"cuda_driver_init"`, `"torch_cuda_init"`, `"context_creation"`, `"first_allocation"`,
+(`"cuda_driver_init"`, `"torch_cuda_init"`, `"context_creation"`, `"device_activation"`, `"first_allocation"`,
 `"process_group_init"`, `"first_collective"`, `"import_torch"`), with everything they imply,
 plus `"process_launch"` for calls that start processes (subprocess, multiprocessing, spawn).
 
@@ -412,7 +412,9 @@ class ProgramOrder:
                 return LAUNCH
             for event in _SPECIFIC_FIRST:
                 spec = table.events[event]
-                if name in spec.calls:
+                if name in spec.cuda_argument_calls and not _names_cuda_device(_first_argument(call, "device_type")):
+                    continue
+                if name in spec.calls or name in spec.cuda_argument_calls:
                     if spec.unless_env and self._env_written_before(spec.unless_env, steps):
                         return None
                     return event
@@ -443,7 +445,8 @@ class ProgramOrder:
 
 #: Most specific first: a call listed under several events counts as the strongest one.
 _SPECIFIC_FIRST = (
-    "first_collective", "first_allocation", "context_creation", "torch_cuda_init", "cuda_driver_init",
+    "first_collective", "first_allocation", "device_activation", "context_creation", "torch_cuda_init",
+    "cuda_driver_init",
     "process_group_init",
 )
 #: torch namespaces whose `device=` argument selects where to look, not where to allocate.
