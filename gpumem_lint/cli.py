@@ -18,11 +18,11 @@ import typer
 from rich.console import Console
 
 from gpumem_lint import __version__
+from gpumem_lint.cache import clean as remove_cache
+from gpumem_lint.check_command import CACHE_DIR_VARIABLE, Request, cache_directory, check_files, check_stdin
 from gpumem_lint.config import CliOverrides, ConfigError, load_settings
-from gpumem_lint.diagnostics import Diagnostic
-from gpumem_lint.discovery import SourceFile, discover_files
-from gpumem_lint.runner import lint_jobs
-from gpumem_lint.output import OutputFormat, write_report
+from gpumem_lint.discovery import discover_files
+from gpumem_lint.output import OutputFormat
 from gpumem_lint.rules import ALL_RULES, RULES_BY_CODE
 from gpumem_lint.selection import RuleSelection
 from gpumem_lint.trace import cli as trace_command
@@ -35,7 +35,7 @@ app = typer.Typer(
 )
 app.command()(trace_command.trace)
 
-_COMMANDS = ("check", "rule", "rules", "trace")
+_COMMANDS = ("check", "clean", "rule", "rules", "trace")
 _TOP_LEVEL_OPTIONS = ("-h", "--help", "--version")
 
 
@@ -50,6 +50,7 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+_FIXING = "Fixing"
 _SELECTORS = "Comma-separated codes or prefixes (GML101, GML1, ALL); repeatable."
 SelectOption = Annotated[
     Optional[list[str]], typer.Option(metavar="CODES", help=f"Run only these rules. {_SELECTORS}")
@@ -88,9 +89,44 @@ def check(
         bool, typer.Option("--statistics", help="Print counts per rule instead of findings.")
     ] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", "-e", help="Exit 0 even when there are findings.")] = False,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", "-n", help="Accepted for ruff compatibility; there is no cache yet.")
+    fix: Annotated[bool, typer.Option("--fix/--no-fix", help="Apply safe fixes.", rich_help_panel=_FIXING)] = False,
+    unsafe_fixes: Annotated[
+        bool,
+        typer.Option("--unsafe-fixes", help="Apply (with --fix) or count unsafe fixes too.", rich_help_panel=_FIXING),
     ] = False,
+    diff: Annotated[
+        bool,
+        typer.Option(
+            "--diff", help="Print the fixes as a diff, change no file; exit 1 if any.", rich_help_panel=_FIXING
+        ),
+    ] = False,
+    show_fixes: Annotated[
+        bool, typer.Option("--show-fixes", help="List what --fix fixed.", rich_help_panel=_FIXING)
+    ] = False,
+    exit_non_zero_on_fix: Annotated[
+        bool,
+        typer.Option(
+            "--exit-non-zero-on-fix", help="Exit 1 when something was fixed, even if nothing remains.",
+            rich_help_panel=_FIXING,
+        ),
+    ] = False,
+    add_noqa: Annotated[
+        bool,
+        typer.Option(
+            "--add-noqa", help="Add `# noqa: CODE` to every line with a finding.", rich_help_panel=_FIXING
+        ),
+    ] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", "-n", help="Neither read nor write the cache.")] = False,
+    cache_dir: Annotated[
+        Optional[Path],
+        typer.Option(
+            envvar=CACHE_DIR_VARIABLE, help="Where to keep the cache (default: .gpumem_lint_cache in the project)."
+        ),
+    ] = None,
+    stdin_filename: Annotated[
+        Optional[Path],
+        typer.Option(help="Lint standard input (also `-` as the path), named like this for configuration and output."),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the findings, no summary.")] = False,
     force_exclude: Annotated[
         bool, typer.Option("--force-exclude", help="Apply excludes to paths given on the command line too.")
@@ -100,7 +136,8 @@ def check(
     ] = None,
 ) -> None:
     """Lint files and directories (the default command: `gpumem-lint PATH...` is the same)."""
-    arguments = paths or ["."]
+    from_stdin = paths == ["-"] or (stdin_filename is not None and not paths)
+    arguments = [str(stdin_filename or ".")] if from_stdin else paths or ["."]
     try:
         overrides = CliOverrides(
             select=_split(select) if select is not None else None,
@@ -110,22 +147,36 @@ def check(
         )
         settings = load_settings(arguments, overrides, config)
         selection = RuleSelection.from_settings(settings)
-        files = discover_files(arguments, settings)
+        files = [] if from_stdin else discover_files(arguments, settings)
     except ConfigError as error:
         _fail(str(error))
+    request = Request(
+        output_format, quiet, statistics, exit_zero, fix, unsafe_fixes, diff, show_fixes, exit_non_zero_on_fix,
+        add_noqa, use_cache=not no_cache, cache_dir=cache_dir,
+    )
+    if from_stdin:
+        with _report_console(output_file) as console:
+            raise typer.Exit(check_stdin(sys.stdin.buffer.read(), stdin_filename, selection, settings, request, console))
     if not files and not quiet:
         typer.echo("warning: No Python files found under the given path(s)", err=True)
-    diagnostics = lint_files(files, selection)
     with _report_console(output_file) as console:
-        write_report(diagnostics, console, output_format, quiet=quiet, show_statistics=statistics)
-    if diagnostics and not exit_zero:
-        raise typer.Exit(1)
+        raise typer.Exit(check_files(files, selection, settings, request, console))
 
 
-def lint_files(files: Sequence[SourceFile], selection: RuleSelection) -> list[Diagnostic]:
-    """Lint each file with the rules selected for it; findings in path, row, column order."""
-    jobs = [(file.path, file.display, tuple(rule.code for rule in selection.rules_for(file.path))) for file in files]
-    return lint_jobs(jobs)
+@app.command()
+def clean(
+    cache_dir: Annotated[
+        Optional[Path], typer.Option(envvar=CACHE_DIR_VARIABLE, help="The cache to remove, if not the default.")
+    ] = None,
+) -> None:
+    """Remove the cache of the project in the current directory."""
+    try:
+        settings = load_settings(["."], CliOverrides())
+    except ConfigError as error:
+        _fail(str(error))
+    directory = cache_directory(settings, cache_dir)
+    if remove_cache(directory):
+        typer.echo(f"Removed cache at {directory}", err=True)
 
 
 @app.command()

@@ -18,7 +18,9 @@ from pathlib import Path
 import libcst as cst
 
 from gpumem_lint.context import FileContext
+from gpumem_lint.deep_stack import call_on_deep_stack, on_deep_stack
 from gpumem_lint.diagnostics import Diagnostic, Position
+from gpumem_lint.fast_path import reduce_source
 from gpumem_lint.fixes import locate
 from gpumem_lint.noqa import parse_suppressions
 from gpumem_lint.rules import InternalError, InvalidSyntax, UnreadableFile
@@ -34,12 +36,14 @@ def lint_path(path: Path, display: str, rules: Sequence[type[Rule]]) -> list[Dia
     return lint_bytes(data, display, rules)
 
 
-def lint_bytes(data: bytes, display: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
+def lint_bytes(
+    data: bytes, display: str, rules: Sequence[type[Rule]], dependencies: set[Path] | None = None
+) -> list[Diagnostic]:
     try:
         text = decode_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError) as error:
         return _tool_diagnostic(UnreadableFile, display, rules, f"cannot decode file: {error}")
-    return lint_source(text, display, rules)
+    return lint_source(text, display, rules, dependencies)
 
 
 def decode_source(data: bytes) -> str:
@@ -49,9 +53,16 @@ def decode_source(data: bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def lint_source(text: str, display: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
+def lint_source(
+    text: str, display: str, rules: Sequence[type[Rule]], dependencies: set[Path] | None = None
+) -> list[Diagnostic]:
+    """The findings in one file; `dependencies`, when given, collects the other files they depend on."""
     used: set[tuple[int, str]] = set()
-    diagnostics = _check(text, display, rules, used)
+    arguments = (text, display, rules, used, set() if dependencies is None else dependencies)
+    try:
+        diagnostics = _check(*arguments)
+    except RecursionError:
+        diagnostics = call_on_deep_stack(_check, *arguments)
     if UnusedSuppression in rules:
         diagnostics = sorted(
             [*diagnostics, *unused_suppressions(text, display, rules, diagnostics, used)], key=lambda d: d.sort_key
@@ -59,28 +70,46 @@ def lint_source(text: str, display: str, rules: Sequence[type[Rule]]) -> list[Di
     return diagnostics
 
 
-def _check(text: str, display: str, rules: Sequence[type[Rule]], used: set[tuple[int, str]]) -> list[Diagnostic]:
+def _check(
+    text: str, display: str, rules: Sequence[type[Rule]], used: set[tuple[int, str]], dependencies: set[Path]
+) -> list[Diagnostic]:
     """The rules' findings; `used` collects (row, code) of each `# noqa` that suppressed one."""
     active = [rule for rule in rules if rule.triggers and any(t in text for t in rule.triggers)]
-    if not active:
+    if not active or "\x00" in text:  # CPython refuses NUL bytes, libcst does not
         return _syntax_only(text, display, rules)
     try:
-        module = cst.parse_module(text)
+        module, origin = _parse(text, active)
     except cst.ParserSyntaxError as error:
         # CPython's own parser pinpoints errors better than libcst's; fall back to libcst.
         return _syntax_only(text, display, rules) or _syntax_diagnostic(error, display, rules)
     except (RecursionError, MemoryError) as error:
         return _tool_diagnostic(InvalidSyntax, display, rules, f"cannot parse file: {type(error).__name__}")
-    ctx = FileContext(display, text, module)
+    ctx = FileContext(display, text, module, origin=origin)
     reports: list[tuple[type[Rule], Report]] = []
     for rule in active:
         try:
             reports.extend((rule, report) for report in rule().check(ctx))
+        except RecursionError:
+            if not on_deep_stack():
+                raise  # retried on a deeper stack
+            return _tool_diagnostic(InternalError, display, rules, f"file nested too deeply for {rule.code}")
         except Exception:  # noqa: BLE001 - one rule's bug must not lose the file
             return _internal_error(display, rules, rule)
+    dependencies |= ctx.dependencies
     if not reports:
         return []
     return _locate_and_suppress(ctx, reports, used)
+
+
+def _parse(text: str, active: Sequence[type[Rule]]) -> tuple[cst.Module, list[int] | None]:
+    """The module libcst needs for these rules, and where its lines are in the file (None: all of it)."""
+    reduction = reduce_source(text, active)
+    if reduction is not None:
+        try:
+            return cst.parse_module(reduction.text), reduction.origin
+        except (cst.ParserSyntaxError, RecursionError, MemoryError):
+            pass  # the full parse reports what is wrong, as it always has
+    return cst.parse_module(text), None
 
 
 def _locate_and_suppress(

@@ -1,14 +1,24 @@
-"""Lint many files: in this process for a few, over all cores for many; same output either way."""
+"""Lint many files: cached results first, then the rest in this process for a few files or
+over all cores for many; the same sorted output either way.
+
+With a `FixMode` each file is fixed as well (see `autofix`): written back atomically, or,
+for `--diff`, turned into a unified diff and left alone.
+"""
 
 from __future__ import annotations
 
+import difflib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpumem_lint.autofix import encode_like, fix_source, write_atomically
+from gpumem_lint.cache import Cache, content_hash
 from gpumem_lint.diagnostics import Diagnostic
-from gpumem_lint.engine import lint_path
+from gpumem_lint.engine import decode_source, lint_bytes, lint_path
+from gpumem_lint.fixes import fix_allowed
 from gpumem_lint.rules import RULES_BY_CODE
 
 #: Below this many files a process pool costs more than it saves.
@@ -16,24 +26,134 @@ _PARALLEL_THRESHOLD = 16
 #: Small chunks: one huge generated file must not hold up a whole batch.
 _CHUNK_SIZE = 4
 
-Job = tuple[Path, str, tuple[str, ...]]
+
+@dataclass(frozen=True)
+class Job:
+    path: Path
+    #: How output names the file.
+    display: str
+    #: The rule codes selected for this file.
+    codes: tuple[str, ...]
 
 
-def lint_jobs(jobs: Sequence[Job]) -> list[Diagnostic]:
-    """Each job is (path, display path, selected codes). Results sorted by path, row, column."""
-    workers = min(_available_cores(), len(jobs) // _PARALLEL_THRESHOLD)
+@dataclass(frozen=True)
+class FixMode:
+    unsafe: bool = False
+    #: False for `--diff`: compute the fixed text, leave the file as it is.
+    write: bool = True
+
+
+@dataclass(frozen=True)
+class FileResult:
+    diagnostics: tuple[Diagnostic, ...]
+    fixed: tuple[Diagnostic, ...] = ()
+    diff: str = ""
+    #: Codes whose fixes were dropped because the file would not have parsed.
+    broken: tuple[str, ...] = ()
+    dependencies: frozenset[Path] = frozenset()
+    #: Content hash of the text the diagnostics describe, when they may be cached.
+    digest: str | None = None
+
+
+@dataclass
+class RunResult:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    fixed: list[Diagnostic] = field(default_factory=list)
+    #: One unified diff per file that `--diff` would change, in path order.
+    diffs: list[str] = field(default_factory=list)
+    #: (display path, code) of fixes that were dropped because the result did not parse.
+    broken: list[tuple[str, str]] = field(default_factory=list)
+
+
+def lint_jobs(
+    jobs: Sequence[Job],
+    *,
+    cache: Cache | None = None,
+    fix: FixMode | None = None,
+    on_file_done: Callable[[], None] | None = None,
+    cores: int | None = None,
+) -> RunResult:
+    """Lint (and fix) every job; findings sorted by path, row, column."""
+    results: list[FileResult | None] = [None] * len(jobs)
+    pending: list[tuple[int, Job, bytes | None, str | None]] = []
+    for index, job in enumerate(jobs):
+        try:
+            data = job.path.read_bytes()
+        except OSError:
+            pending.append((index, job, None, None))  # the worker reports it (GML003)
+            continue
+        digest = content_hash(data)
+        cached = cache.lookup(job.path, job.display, digest, job.codes) if cache else None
+        if cached is not None and not (fix and any(d.fix and fix_allowed(d.fix, fix.unsafe) for d in cached)):
+            results[index] = FileResult(tuple(cached))
+            if on_file_done:
+                on_file_done()
+            continue
+        pending.append((index, job, data, digest))
+    work = [(job, data, digest, fix) for _, job, data, digest in pending]
+    workers = min(cores or _available_cores(), len(work) // _PARALLEL_THRESHOLD)
     if workers <= 1:
-        results = map(_lint_job, jobs)
-        diagnostics = [d for result in results for d in result]
+        outcomes = map(_run_job, work)
+        _collect(pending, outcomes, results, cache, on_file_done)
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            diagnostics = [d for result in pool.map(_lint_job, jobs, chunksize=_CHUNK_SIZE) for d in result]
-    return sorted(diagnostics, key=lambda diagnostic: diagnostic.sort_key)
+            _collect(pending, pool.map(_run_job, work, chunksize=_CHUNK_SIZE), results, cache, on_file_done)
+    if cache:
+        cache.save()
+    run = RunResult()
+    for job, result in zip(jobs, results):
+        run.diagnostics.extend(result.diagnostics)
+        run.fixed.extend(result.fixed)
+        if result.diff:
+            run.diffs.append(result.diff)
+        run.broken.extend((job.display, code) for code in result.broken)
+    run.diagnostics.sort(key=lambda diagnostic: diagnostic.sort_key)
+    run.fixed.sort(key=lambda diagnostic: diagnostic.sort_key)
+    return run
 
 
-def _lint_job(job: Job) -> list[Diagnostic]:
-    path, display, codes = job
-    return lint_path(path, display, [RULES_BY_CODE[code] for code in codes])
+def _collect(pending, outcomes, results, cache, on_file_done) -> None:
+    for (index, job, _, _), outcome in zip(pending, outcomes):
+        results[index] = outcome
+        if cache and outcome.digest is not None:
+            cache.store(job.path, outcome.digest, job.codes, outcome.diagnostics, outcome.dependencies)
+        if on_file_done:
+            on_file_done()
+
+
+def _run_job(work: tuple[Job, bytes | None, str | None, FixMode | None]) -> FileResult:
+    job, data, digest, fix = work
+    rules = [RULES_BY_CODE[code] for code in job.codes]
+    if data is None:
+        return FileResult(tuple(lint_path(job.path, job.display, rules)))
+    if fix is not None:
+        try:
+            text = decode_source(data)
+        except (SyntaxError, UnicodeDecodeError, LookupError):
+            pass  # not decodable: linting reports it, there is nothing to fix
+        else:
+            return _fix_job(job, data, text, rules, fix)
+    dependencies: set[Path] = set()
+    diagnostics = lint_bytes(data, job.display, rules, dependencies)
+    return FileResult(tuple(diagnostics), dependencies=frozenset(dependencies), digest=digest)
+
+
+def _fix_job(job: Job, data: bytes, text: str, rules, fix: FixMode) -> FileResult:
+    outcome = fix_source(text, job.display, rules, unsafe=fix.unsafe)
+    diff = ""
+    if outcome.text != text:
+        if fix.write:
+            write_atomically(job.path, encode_like(outcome.text, data))
+        else:
+            diff = unified_diff(text, outcome.text, job.display)
+    return FileResult(outcome.remaining, outcome.fixed, diff, outcome.broken)
+
+
+def unified_diff(before: str, after: str, display: str) -> str:
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=display, tofile=display
+    )
+    return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 def _available_cores() -> int:

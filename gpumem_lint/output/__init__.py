@@ -1,26 +1,37 @@
-"""Report diagnostics in the format the user chose, then a ruff-style summary line."""
+"""Report diagnostics in the format the user chose, then a ruff-style summary (text formats only)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from enum import Enum
 
 from rich.console import Console
+from rich.text import Text
 
-from gpumem_lint.diagnostics import Diagnostic
-from gpumem_lint.output import concise, full, json_format, statistics
+from gpumem_lint.diagnostics import Applicability, Diagnostic
+from gpumem_lint.fixes import fix_allowed
+from gpumem_lint.output import concise, full, github, json_format, json_lines, junit, sarif, statistics
 
 
 class OutputFormat(str, Enum):
     FULL = "full"
     CONCISE = "concise"
     JSON = "json"
+    JSON_LINES = "json-lines"
+    SARIF = "sarif"
+    GITHUB = "github"
+    JUNIT = "junit"
 
+
+_TEXT_FORMATS = (OutputFormat.FULL, OutputFormat.CONCISE)
 
 _RENDERERS = {
-    OutputFormat.FULL: full.render,
-    OutputFormat.CONCISE: concise.render,
     OutputFormat.JSON: json_format.render,
+    OutputFormat.JSON_LINES: json_lines.render,
+    OutputFormat.SARIF: sarif.render,
+    OutputFormat.GITHUB: github.render,
+    OutputFormat.JUNIT: junit.render,
 }
 
 
@@ -31,18 +42,57 @@ def write_report(
     *,
     quiet: bool = False,
     show_statistics: bool = False,
+    fixed: Sequence[Diagnostic] = (),
+    unsafe_fixes: bool = False,
+    show_fixes: bool = False,
 ) -> None:
-    """`show_statistics` replaces the findings with per-rule counts, as ruff's `--statistics` does."""
-    as_json = output_format is OutputFormat.JSON
+    """`show_statistics` replaces the findings with per-rule counts, as ruff's `--statistics` does.
+
+    `fixed` are the findings `--fix` removed; `unsafe_fixes` says whether unsafe fixes count as available.
+    """
     if show_statistics:
+        as_json = output_format in (OutputFormat.JSON, OutputFormat.JSON_LINES)
         statistics.render(diagnostics, console, as_json=as_json)
         return
-    _RENDERERS[output_format](diagnostics, console)
-    if not as_json and not quiet:
-        console.print(_summary(len(diagnostics)))
+    if output_format not in _TEXT_FORMATS:
+        _RENDERERS[output_format](diagnostics, console)
+        return
+    render = full.render if output_format is OutputFormat.FULL else concise.render
+    render(diagnostics, console, fixable=lambda d: d.fix is not None and fix_allowed(d.fix, unsafe_fixes))
+    if show_fixes and fixed:
+        console.print(fixed_listing(fixed))
+    if not quiet:
+        for line in summary(diagnostics, fixed, unsafe_fixes):
+            console.print(line)
 
 
-def _summary(count: int) -> str:
-    if count == 0:
-        return "All checks passed!"
-    return f"Found {count} error{'' if count == 1 else 's'}."
+def summary(diagnostics: Sequence[Diagnostic], fixed: Sequence[Diagnostic], unsafe_fixes: bool) -> list[str]:
+    remaining, done = len(diagnostics), len(fixed)
+    if remaining == 0 and done == 0:
+        return ["All checks passed!"]
+    total = remaining + done
+    found = f"Found {total} error{'' if total == 1 else 's'}"
+    lines = [f"{found} ({done} fixed, {remaining} remaining)." if done else f"{found}."]
+    fixes = [d.fix for d in diagnostics if d.fix is not None]
+    available = sum(fix_allowed(fix, unsafe_fixes) for fix in fixes)
+    hidden = sum(fix.applicability is Applicability.UNSAFE for fix in fixes) if not unsafe_fixes else 0
+    hint = f"{hidden} hidden fix{'' if hidden == 1 else 'es'} can be enabled with the `--unsafe-fixes` option"
+    if available:
+        fixable = f"[*] {available} fixable with the `--fix` option"
+        lines.append(f"{fixable} ({hint})." if hidden else f"{fixable}.")
+    elif hidden:
+        lines.append(f"No fixes available ({hint}).")
+    return lines
+
+
+def fixed_listing(fixed: Sequence[Diagnostic]) -> Text:
+    """`--show-fixes`: what was fixed, per file and code."""
+    text = Text(f"Fixed {len(fixed)} error{'' if len(fixed) == 1 else 's'}:\n")
+    per_file: dict[str, Counter[tuple[str, str]]] = {}
+    for diagnostic in fixed:
+        per_file.setdefault(diagnostic.path, Counter())[(diagnostic.code, diagnostic.name)] += 1
+    for path, counts in sorted(per_file.items()):
+        text.append(f"- {concise.printable(path)}:\n")
+        for (code, name), count in sorted(counts.items()):
+            text.append(f"    {count} × {code} ({name})\n")
+    return text

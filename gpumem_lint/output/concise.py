@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rich.console import Console
 from rich.text import Text
@@ -15,12 +15,15 @@ from gpumem_lint.diagnostics import Diagnostic
 _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
-def render(diagnostics: Sequence[Diagnostic], console: Console) -> None:
+def render(
+    diagnostics: Sequence[Diagnostic], console: Console, fixable: Callable[[Diagnostic], bool] = lambda _: False
+) -> None:
     for diagnostic in diagnostics:
-        console.print(header(diagnostic))
+        console.print(header(diagnostic, fixable(diagnostic)))
 
 
-def header(diagnostic: Diagnostic) -> Text:
+def header(diagnostic: Diagnostic, fixable: bool = False) -> Text:
+    """`[*]` marks a finding that `--fix` (with the options given) would fix, as in ruff."""
     return Text.assemble(
         (printable(diagnostic.path), "bold"),
         (":", "cyan"),
@@ -31,6 +34,7 @@ def header(diagnostic: Diagnostic) -> Text:
         " ",
         (diagnostic.code, "bold red"),
         " ",
+        ("[*] ", "cyan") if fixable else "",
         printable(diagnostic.message),
     )
 

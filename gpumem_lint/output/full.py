@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.cells import cell_len
@@ -30,10 +30,12 @@ TAB_SIZE = 4
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-def render(diagnostics: Sequence[Diagnostic], console: Console) -> None:
+def render(
+    diagnostics: Sequence[Diagnostic], console: Console, fixable: Callable[[Diagnostic], bool] = lambda _: False
+) -> None:
     sources: dict[str, list[str] | None] = {}
     for diagnostic in diagnostics:
-        console.print(header(diagnostic))
+        console.print(header(diagnostic, fixable(diagnostic)))
         if diagnostic.path not in sources:
             sources[diagnostic.path] = _read_lines(diagnostic.path)
         lines = sources[diagnostic.path]

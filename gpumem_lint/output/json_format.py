@@ -21,10 +21,29 @@ def diagnostic_to_dict(diagnostic: Diagnostic) -> dict[str, Any]:
         "filename": diagnostic.path,
         "location": {"row": diagnostic.start.row, "column": diagnostic.start.column},
         "end_location": {"row": diagnostic.end.row, "column": diagnostic.end.column},
-        # No rule has an automatic fix yet, and rule pages are not published at a URL yet.
-        "fix": None,
+        "fix": fix_to_dict(diagnostic),
         "help": diagnostic.help,
+        # Rule pages are not published at a URL yet.
         "url": None,
+    }
+
+
+def fix_to_dict(diagnostic: Diagnostic) -> dict[str, Any] | None:
+    """As ruff writes it: the tier, what it does, and the edits (1-based, end exclusive)."""
+    fix = diagnostic.fix
+    if fix is None:
+        return None
+    return {
+        "applicability": fix.applicability.value,
+        "message": fix.title or diagnostic.help,
+        "edits": [
+            {
+                "content": edit.content,
+                "location": {"row": edit.start.row, "column": edit.start.column},
+                "end_location": {"row": edit.end.row, "column": edit.end.column},
+            }
+            for edit in fix.edits
+        ],
     }
 
 

@@ -9,7 +9,7 @@ from gpumem_lint.rules.base import Invalid, Rule
 
 #: Findings that mean the rules did not run on the whole file: nothing can be judged unused then.
 _NOT_ANALYSED = frozenset({"GML001", "GML003", "GML009"})
-# str.splitlines (which numbers `# noqa` rows) breaks at these as well; Python's rows do not.
+# str.splitlines (which numbers suppression rows) breaks at these as well; Python's rows do not.
 _EXTRA_LINE_BREAKS = re.compile(r"[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 

@@ -9,6 +9,7 @@ from gpumem_lint.rules._reporting import first_reads, write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.values import AliasKind, Handle, Read
+from gpumem_lint.semantic.write_triggers import WRITES
 
 # Bridges by what they return: a tensor is copied with `.clone()`, an ndarray with `.copy()`.
 _TENSOR_BRIDGES = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray"})
@@ -70,6 +71,7 @@ class NumpySharedMemoryWrite(Rule):
     summary = "In-place write on one side of a numpy bridge while the other side is still used"
     fix_title = "Copy at the bridge (`torch.tensor(a)`, `t.numpy().copy()`, `.clone()`) when the two must differ"
     triggers = ("numpy", "as_tensor", "asarray")
+    scope_triggers = WRITES
     fix_applicability = Applicability.UNSAFE
     VALID = (
         """
@@ -161,13 +163,16 @@ def _copy_at_bridge(ctx: FileContext, read: Read) -> Fix | None:
         call = handle.node
         if handle.kind is not AliasKind.NUMPY or not isinstance(call, cst.Call):
             continue
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "numpy" and not call.args:
-            return Fix((insert_after(call, ".copy()"),), Applicability.UNSAFE)
         name = ctx.semantic.imports.qualify(call.func)
-        if name in _TENSOR_BRIDGES:
-            return Fix((insert_after(call, ".clone()"),), Applicability.UNSAFE)
-        if name in _ARRAY_BRIDGES:
-            return Fix((insert_after(call, ".copy()"),), Applicability.UNSAFE)
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "numpy" and not call.args:
+            copy = ".copy()"
+        elif name in _TENSOR_BRIDGES:
+            copy = ".clone()"
+        elif name in _ARRAY_BRIDGES:
+            copy = ".copy()"
+        else:
+            continue
+        return Fix((insert_after(call, copy),), Applicability.UNSAFE, f"Append `{copy}` to `{ctx.code(call)}`")
     return None
 
 

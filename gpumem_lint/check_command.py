@@ -1,0 +1,158 @@
+"""What `gpumem-lint check` does once its options are parsed: lint files or standard input,
+fix or diff, add noqa comments, report, and choose the exit code (ruff's contract)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from gpumem_lint.add_noqa import add_noqa
+from gpumem_lint.autofix import encode_like, fix_source, parses, write_atomically
+from gpumem_lint.cache import DEFAULT_DIRECTORY, Cache
+from gpumem_lint.config import Settings, display_path
+from gpumem_lint.diagnostics import Diagnostic
+from gpumem_lint.discovery import SourceFile, discover_files
+from gpumem_lint.engine import decode_source, lint_bytes
+from gpumem_lint.output import OutputFormat, write_report
+from gpumem_lint.progress import progress_bar, wanted
+from gpumem_lint.runner import FixMode, Job, RunResult, lint_jobs, unified_diff
+from gpumem_lint.selection import RuleSelection
+
+CACHE_DIR_VARIABLE = "GPUMEM_LINT_CACHE_DIR"
+
+
+@dataclass(frozen=True)
+class Request:
+    output_format: OutputFormat
+    quiet: bool = False
+    statistics: bool = False
+    exit_zero: bool = False
+    fix: bool = False
+    unsafe_fixes: bool = False
+    diff: bool = False
+    show_fixes: bool = False
+    exit_non_zero_on_fix: bool = False
+    add_noqa: bool = False
+    use_cache: bool = True
+    cache_dir: Path | None = None
+
+
+def cache_directory(settings: Settings, option: Path | None) -> Path:
+    """--cache-dir, else GPUMEM_LINT_CACHE_DIR, else `.gpumem_lint_cache` in the project root."""
+    chosen = option or (Path(os.environ[CACHE_DIR_VARIABLE]) if os.environ.get(CACHE_DIR_VARIABLE) else None)
+    return Path(os.path.abspath(chosen)) if chosen else settings.project_root / DEFAULT_DIRECTORY
+
+
+def check_files(
+    files: Sequence[SourceFile], selection: RuleSelection, settings: Settings, request: Request, console: Console
+) -> int:
+    """Lint (fix, diff, add noqa to) `files`, report, and return the exit code."""
+    jobs = [Job(file.path, file.display, tuple(rule.code for rule in selection.rules_for(file.path))) for file in files]
+    fixing = request.fix or request.diff
+    cache = Cache(cache_directory(settings, request.cache_dir), settings.project_root) if request.use_cache else None
+    mode = FixMode(unsafe=request.unsafe_fixes, write=not request.diff) if fixing else None
+    with progress_bar(len(jobs), wanted(len(jobs), request.quiet)) as advance:
+        result = lint_jobs(jobs, cache=cache, fix=mode, on_file_done=advance)
+    _warn_broken(result)
+    if request.diff:
+        return _report_diff(result, request)
+    if request.add_noqa:
+        return _add_noqa(files, result.diagnostics)
+    return _report(result.diagnostics, result.fixed, request, console)
+
+
+def check_stdin(
+    data: bytes, filename: Path | None, selection: RuleSelection, settings: Settings, request: Request, console: Console
+) -> int:
+    """Standard input, named `filename` (for configuration and output) or `-`. With --fix the fixed
+    source goes to stdout and the report to stderr, as editors expect."""
+    cwd = Path.cwd()
+    display = display_path(Path(os.path.abspath(filename)), cwd) if filename else "-"
+    if filename and settings.force_exclude and os.path.lexists(filename) and not discover_files([str(filename)], settings):
+        if request.fix:
+            sys.stdout.buffer.write(data)
+        return 0  # excluded: passed through untouched
+    rules = selection.rules_for(Path(os.path.abspath(filename))) if filename else selection.rules
+    fixing = request.fix or request.diff
+    try:
+        text = decode_source(data) if fixing else None
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        text = None
+    if text is None:
+        if request.fix:
+            sys.stdout.buffer.write(data)
+        return _report(lint_bytes(data, display, rules), (), request, console)
+    outcome = fix_source(text, display, rules, unsafe=request.unsafe_fixes)
+    if request.diff:
+        diff = unified_diff(text, outcome.text, display) if outcome.text != text else ""
+        return _report_diff(RunResult(fixed=list(outcome.fixed), diffs=[diff] if diff else []), request)
+    sys.stdout.buffer.write(encode_like(outcome.text, data))
+    sys.stdout.flush()
+    return _report(list(outcome.remaining), list(outcome.fixed), request, Console(stderr=True, **_plain()))
+
+
+def _report(diagnostics: Sequence[Diagnostic], fixed: Sequence[Diagnostic], request: Request, console: Console) -> int:
+    write_report(
+        diagnostics,
+        console,
+        request.output_format,
+        quiet=request.quiet,
+        show_statistics=request.statistics,
+        fixed=fixed,
+        unsafe_fixes=request.unsafe_fixes,
+        show_fixes=request.show_fixes,
+    )
+    if request.exit_zero:
+        return 0
+    return 1 if diagnostics or (request.exit_non_zero_on_fix and fixed) else 0
+
+
+def _report_diff(result: RunResult, request: Request) -> int:
+    """`--diff`: the diffs on stdout, a count on stderr; exit 1 when there would be changes."""
+    for diff in result.diffs:
+        sys.stdout.write(diff)
+    if not request.quiet:
+        count = len(result.fixed)
+        typer.echo(f"Would fix {count} error{'' if count == 1 else 's'}." if count else "No errors would be fixed.", err=True)
+    return 1 if result.diffs else 0
+
+
+def _add_noqa(files: Sequence[SourceFile], diagnostics: Sequence[Diagnostic]) -> int:
+    by_display: dict[str, list[Diagnostic]] = {}
+    for diagnostic in diagnostics:
+        by_display.setdefault(diagnostic.path, []).append(diagnostic)
+    added = 0
+    for file in files:
+        found = by_display.get(file.display)
+        if not found:
+            continue
+        try:
+            data = file.path.read_bytes()
+            text = decode_source(data)
+        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+            continue
+        new_text, count = add_noqa(text, found)
+        if count and parses(new_text, file.display):
+            write_atomically(file.path, encode_like(new_text, data))
+            added += count
+    typer.echo(f"Added {added} noqa directive{'' if added == 1 else 's'}.", err=True)
+    return 0
+
+
+def _warn_broken(result: RunResult) -> None:
+    for display, code in result.broken:
+        typer.echo(
+            f"gpumem-lint: warning: a {code} fix in {display} would have left the file unparsable, so it was "
+            "not applied; please report this with the file",
+            err=True,
+        )
+
+
+def _plain() -> dict:
+    return {"soft_wrap": True, "markup": False, "emoji": False, "highlight": False}
