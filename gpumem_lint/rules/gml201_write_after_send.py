@@ -140,11 +140,16 @@ def score(batches, fn):
     @staticmethod
     def _consequence(ctx: FileContext, model, crossing: Crossing) -> str:
         where = crossing_text(ctx, crossing)
-        if crossing.kind in ("queue", "pipe"):
+        if crossing.kind == "queue":
             return (
                 f"writes in place a tensor that {where} handed to another process: pickling moved its memory into "
                 "shared memory, and `put` pickles later, from a feeder thread, so the receiver may get these new "
                 "values or see them change while it reads"
+            )
+        if crossing.kind == "pipe":
+            return (
+                f"writes in place a tensor that {where} handed to another process: pickling moved its memory into "
+                "shared memory, so the receiver's copy is this memory and changes under it while it reads"
             )
         if crossing.kind in ("pool", "executor"):
             return (

@@ -121,7 +121,7 @@ class ProcessSemantics:
         self._crossed: dict[tuple[int, int], tuple[Write, Crossing]] = {}
         self._sent_by: dict[Handle, Crossing] = {}
         self._open: list[Crossing] = []
-        self._loop_depth_at: dict[Crossing, int] = {}
+        self._by_node: dict[int, Crossing] = {}  # loops evaluate a call more than once
 
     # ------------------------------------------------------------- entry points
 
@@ -212,10 +212,9 @@ class ProcessSemantics:
         # Process(group=None, target=None, name=None, args=(), kwargs={}, *, daemon=None)
         target = _argument(node, 1, "target")
         arguments = self._positional(_argument(node, 3, "args"), 0, state) + self._named(_argument(node, 4, "kwargs"), state)
-        crossing = Crossing(
-            node, "process", start_method, _union(args), target, arguments, several=bool(self._loops),
+        crossing = self._record(
+            Crossing(node, "process", start_method, _union(args), target, arguments, several=bool(self._loops))
         )
-        self.process_facts.crossings.append(crossing)
         return self._object(node, ProcessObject("process", start_method, crossing))
 
     def _spawn(self, node: cst.Call, qualified: str, args, state: State) -> Value:
@@ -225,12 +224,11 @@ class ProcessSemantics:
         join = _argument(node, 3, "join")
         nprocs = _argument(node, 2, "nprocs")
         sync = not (isinstance(join, cst.Name) and join.value == "False")
-        crossing = Crossing(
+        crossing = self._record(Crossing(
             node, "spawn", start_method, _union(args), _argument(node, 0, "fn"),
             self._positional(_argument(node, 1, "args"), 1, state), sync=sync,
             several=not (isinstance(nprocs, cst.Integer) and nprocs.value == "1") and nprocs is not None,
-        )
-        self.process_facts.crossings.append(crossing)
+        ))
         if sync:
             return EMPTY
         self._open_crossing(crossing, state)
@@ -254,19 +252,28 @@ class ProcessSemantics:
                 for position, iterable in enumerate(iterables)
             )
         sent = Value(frozenset().union(*(value.handles for arg, value in zip(node.args, args) if arg.value is not target)))
-        crossing = Crossing(node, kind, owner.start_method, sent, target, arguments, sync=sync, several=True)
-        self.process_facts.crossings.append(crossing)
+        crossing = self._record(Crossing(node, kind, owner.start_method, sent, target, arguments, sync=sync, several=True))
         if not sync:
             self._open_crossing(crossing, state)
         return Value(frozenset({self._fresh(node, "", EMPTY)}))
 
     def _send(self, node: cst.Call, kind: str, args, state: State) -> Value:
-        crossing = Crossing(node, kind, None, _union(args[:1]))
-        self.process_facts.crossings.append(crossing)
+        crossing = self._record(Crossing(node, kind, None, _union(args[:1])))
         self._open_crossing(crossing, state)
         return EMPTY
 
     # ------------------------------------------------------------- open crossings
+
+    def _record(self, crossing: Crossing) -> Crossing:
+        """The crossing of this call: the first one made, so that a loop's later passes
+        see the same object (and whether it was waited for)."""
+        known = self._by_node.get(id(crossing.node))
+        if known is not None:
+            known.several |= crossing.several
+            return known
+        self._by_node[id(crossing.node)] = crossing
+        self.process_facts.crossings.append(crossing)
+        return crossing
 
     def _open_crossing(self, crossing: Crossing, state: State) -> None:
         if self._loops:

@@ -1,0 +1,71 @@
+"""Which tensors are on a CUDA device, from the syntax that made them: `.cuda()`,
+`.to("cuda")`, `device="cuda:0"`, `torch.device("cuda", rank)`, or a name bound to one
+of those (`device = torch.device("cuda" if use_cuda else "cpu")` counts: it may be)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpumem_lint.semantic.imports import ImportTable, dotted_name
+from gpumem_lint.semantic.values import Handle
+from gpumem_lint.semantic.walk import Walker
+
+
+class CudaNames(Walker):
+    """Names assigned a CUDA device anywhere in a tree: `device = torch.device("cuda")`."""
+
+    def __init__(self, imports: ImportTable) -> None:
+        self.imports = imports
+        self.names: set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if is_cuda_device(node.value, self.names, self.imports):
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name is not None:
+                    self.names.add(name)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        name = dotted_name(node.target)
+        if node.value is not None and name is not None and is_cuda_device(node.value, self.names, self.imports):
+            self.names.add(name)
+
+
+def cuda_names(module: cst.Module, imports: ImportTable) -> set[str]:
+    collector = CudaNames(imports)
+    collector.walk(module)
+    return collector.names
+
+
+def is_cuda_device(node: cst.BaseExpression, names: set[str], imports: ImportTable) -> bool:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return isinstance(value, str) and value.startswith("cuda")
+    if isinstance(node, cst.FormattedString):
+        head = node.parts[0] if node.parts else None
+        return isinstance(head, cst.FormattedStringText) and head.value.startswith("cuda")
+    if isinstance(node, cst.IfExp):
+        return is_cuda_device(node.body, names, imports) or is_cuda_device(node.orelse, names, imports)
+    if isinstance(node, cst.Call) and imports.qualify(node.func) == "torch.device" and node.args:
+        return is_cuda_device(node.args[0].value, names, imports)
+    name = dotted_name(node)
+    return name is not None and name in names
+
+
+def made_on_cuda(handle: Handle, names: set[str], imports: ImportTable) -> bool:
+    """The tensor, or the one it was derived from, was made on (or moved to) a CUDA device."""
+    return any(isinstance(h.node, cst.Call) and cuda_call(h.node, names, imports) for h in handle.chain())
+
+
+def cuda_call(node: cst.Call, names: set[str], imports: ImportTable) -> bool:
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+        return imports.qualify(func) is None  # `x.cuda()`, not the `torch.cuda` module
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == "device" and is_cuda_device(arg.value, names, imports):
+            return True
+    if isinstance(func, cst.Attribute) and func.attr.value == "to":
+        positional = [arg.value for arg in node.args if arg.keyword is None]
+        return bool(positional) and is_cuda_device(positional[0], names, imports)
+    qualified = imports.qualify(func) or ""
+    return qualified.startswith("torch.cuda.") and qualified.endswith("Tensor")
