@@ -1,0 +1,172 @@
+"""DataLoader workers: the module's Dataset classes, which of their methods run inside
+worker processes, and the DataLoaders that start workers over them.
+
+A Dataset class is one whose bases name `torch.utils.data.Dataset` / `IterableDataset`
+(or another Dataset class of the module). Its *worker methods* are `__getitem__`,
+`__getitems__`, `__iter__`, `__next__` and the methods they call through `self.`: with
+`num_workers > 0` they run in the workers, each of which holds its own copy of the
+dataset (F16). A DataLoader is matched to a class when its dataset argument is
+`Cls(...)` or a name (or `self.` attribute) assigned `Cls(...)` anywhere in the module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from gpumem_lint.semantic.imports import ImportTable, dotted_name
+from gpumem_lint.semantic.processes import START_METHODS
+from gpumem_lint.semantic.walk import Walker
+
+_DATASET_BASES = frozenset({
+    "torch.utils.data.Dataset", "torch.utils.data.IterableDataset", "torch.utils.data.dataset.Dataset",
+    "torch.utils.data.dataset.IterableDataset", "torch.utils.data.TensorDataset",
+})
+_DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+_WORKER_ENTRY = ("__getitem__", "__getitems__", "__iter__", "__next__")
+
+
+@dataclass
+class DatasetClass:
+    node: cst.ClassDef
+    methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.node.name.value
+
+    def worker_methods(self) -> dict[str, cst.FunctionDef]:
+        """The entry points and the `self.` methods they reach."""
+        found: dict[str, cst.FunctionDef] = {}
+        pending = [name for name in _WORKER_ENTRY if name in self.methods]
+        while pending:
+            name = pending.pop()
+            if name in found or name == "__init__":
+                continue
+            found[name] = self.methods[name]
+            pending.extend(callee for callee in _self_calls(found[name]) if callee in self.methods)
+        return found
+
+
+@dataclass(frozen=True)
+class Loader:
+    node: cst.Call
+    dataset: str  # the Dataset class it loads
+    start_method: str | None  # `multiprocessing_context="spawn"`; None: the default
+
+
+@dataclass
+class Datasets:
+    classes: dict[str, DatasetClass]
+    loaders: list[Loader]  # DataLoaders that start workers over a class of this module
+    instances: dict[str, str]  # name or `self.` attribute -> Dataset class it was assigned
+
+    def loaders_of(self, cls: DatasetClass) -> list[Loader]:
+        return [loader for loader in self.loaders if loader.dataset == cls.name]
+
+
+def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
+    collector = _Collector(imports)
+    collector.walk(module)
+    classes: dict[str, DatasetClass] = {}
+    changed = True
+    while changed:  # subclasses of the module's own Dataset classes
+        changed = False
+        for node in collector.class_nodes:
+            if node.name.value not in classes and any(
+                imports.qualify(base.value) in _DATASET_BASES or dotted_name(base.value) in classes for base in node.bases
+            ):
+                classes[node.name.value] = DatasetClass(node, _methods(node))
+                changed = True
+    instances = {name: cls for name, cls in collector.assigned.items() if cls in classes}
+    loaders = []
+    for call in collector.loader_calls:
+        dataset = _keyword(call, "dataset") or (call.args[0].value if call.args and call.args[0].keyword is None else None)
+        cls = _dataset_class(dataset, classes, instances)
+        if cls is not None and _starts_workers(call):
+            loaders.append(Loader(call, cls, _context_method(call)))
+    return Datasets(classes, loaders, instances)
+
+
+class _Collector(Walker):
+    def __init__(self, imports: ImportTable) -> None:
+        self.imports = imports
+        self.class_nodes: list[cst.ClassDef] = []
+        self.loader_calls: list[cst.Call] = []
+        self.assigned: dict[str, str] = {}
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.class_nodes.append(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.imports.qualify(node.func) in _DATALOADERS:
+            self.loader_calls.append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call):
+            cls = dotted_name(node.value.func)
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name is not None and cls is not None:
+                    self.assigned[name] = cls
+
+
+def _methods(node: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    return {
+        statement.name.value: statement
+        for statement in node.body.body
+        if isinstance(statement, cst.FunctionDef)
+    }
+
+
+def _self_calls(function: cst.FunctionDef) -> set[str]:
+    collector = _SelfCalls()
+    collector.walk(function.body)
+    return collector.names
+
+
+class _SelfCalls(Walker):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            self.names.add(func.attr.value)
+
+
+def _dataset_class(node: cst.BaseExpression | None, classes: dict, instances: dict[str, str]) -> str | None:
+    if isinstance(node, cst.Call):
+        name = dotted_name(node.func)
+        return name if name in classes else None
+    name = dotted_name(node) if node is not None else None
+    return instances.get(name) if name is not None else None
+
+
+def _starts_workers(call: cst.Call) -> bool:
+    """`num_workers=4`, `num_workers=args.workers`: workers unless the literal 0 (or absent)."""
+    workers = _keyword(call, "num_workers")
+    if workers is None:
+        positional = [arg.value for arg in call.args if arg.keyword is None]
+        workers = positional[5] if len(positional) > 5 else None  # DataLoader(dataset, bs, shuffle, sampler, batch_sampler, num_workers)
+    if workers is None:
+        return False
+    return not (isinstance(workers, cst.Integer) and int(workers.value) == 0)
+
+
+def _context_method(call: cst.Call) -> str | None:
+    context = _keyword(call, "multiprocessing_context")
+    if isinstance(context, cst.SimpleString) and context.evaluated_value in START_METHODS:
+        return context.evaluated_value
+    if isinstance(context, cst.Call) and context.args and isinstance(context.args[0].value, cst.SimpleString):
+        value = context.args[0].value.evaluated_value  # mp.get_context("spawn")
+        return value if value in START_METHODS else "?"
+    return None if context is None else "?"
+
+
+def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
