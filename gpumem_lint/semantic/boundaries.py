@@ -39,7 +39,11 @@ class Receiver:
     received: dict[str, Value]  # parameter -> value handed over
 
     def parameters_receiving(self, storages) -> list[str]:
-        return [name for name, value in self.received.items() if any(h.storage in storages for h in value.handles)]
+        """The parameters that receive (part of) one of `storages`."""
+        return [
+            name for name, value in self.received.items()
+            if any(h.storage.related(storage) for h in value.handles for storage in storages)
+        ]
 
 
 class ProcessModel:

@@ -146,7 +146,7 @@ class ProcessSemantics:
         method = func.attr.value
         if method in ("share_memory_", "share_memory"):
             self.process_facts.shared_on_purpose.update(h.storage for h in receiver.handles)
-            return None
+            return receiver  # returns self: `t = torch.zeros(1).share_memory_()`
         found = [self.process_facts.process_objects[h] for h in receiver.handles if h in self.process_facts.process_objects]
         if found:
             value = self._object_method(node, method, found[0], args, state)
