@@ -2,7 +2,11 @@ from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
-from gpumem_lint.rules._boundaries import crossing_text, process_model, start_method_text
+from gpumem_lint.rules._boundaries import (
+    crossing_text,
+    process_model,
+    start_method_text,
+)
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.devices import cuda_names, made_on_cuda
 from gpumem_lint.semantic.processes import Crossing

@@ -1,13 +1,10 @@
 from collections.abc import Iterator
 
-import libcst as cst
-
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.datasets import datasets
-from gpumem_lint.semantic.devices import cuda_call, cuda_names
-from gpumem_lint.semantic.walk import Walker
+from gpumem_lint.semantic.devices import CudaUses, cuda_names
 
 
 class CudaInDataloaderWorker(Rule):
@@ -110,7 +107,7 @@ loader = DataLoader(Features(), batch_size=64, num_workers=4)
             loaders = found.loaders_of(cls)
             if not loaders:
                 continue
-            calls = _CudaCalls(names, ctx.semantic.imports)
+            calls = CudaUses(names, ctx.semantic.imports)
             for method in cls.worker_methods().values():
                 calls.walk(method.body)
             if not calls.found:
@@ -133,16 +130,3 @@ loader = DataLoader(Features(), batch_size=64, num_workers=4)
                 f"`DataLoader` at line {ctx.line(loader.node)}): {consequence}",
             )
 
-
-class _CudaCalls(Walker):
-    def __init__(self, names: set[str], imports) -> None:
-        self.names = names
-        self.imports = imports
-        self.found: list[cst.Call] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False  # a nested function runs when called, not necessarily here
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if cuda_call(node, self.names, self.imports):
-            self.found.append(node)

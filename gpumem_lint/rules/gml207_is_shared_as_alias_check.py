@@ -186,8 +186,11 @@ class _Finder(Walker):
         if name in self._derived[-1] and not self.shares:
             self.found.append((call, f"asks about {self._derived[-1][name]} made just before, in one process"))
         elif name in self._module_tensors[-1] and not self.shares and _copies(node.body, name):
-            self.found.append((call, "is asked of a module parameter in a file that never shares memory between "
-                                     "processes, so it is always False and tied parameters are never found"))
+            why = (
+                "is asked of a module parameter in a file that never shares memory between processes, so it is "
+                "always False and tied parameters are never found"
+            )
+            self.found.append((call, why))
 
     def _pair(self, node: cst.CSTNode, operands: list[cst.BaseExpression]) -> None:
         calls = [call for operand in operands if (call := _is_shared_call(operand)) is not None]

@@ -14,7 +14,12 @@ import libcst as cst
 
 from gpumem_lint.semantic.flow import ScopeAnalyzer, ScopeFacts
 from gpumem_lint.semantic.imports import ImportTable
-from gpumem_lint.semantic.processes import START_METHODS, UNKNOWN_METHOD, Crossing, process_table
+from gpumem_lint.semantic.processes import (
+    START_METHODS,
+    UNKNOWN_METHOD,
+    Crossing,
+    process_table,
+)
 from gpumem_lint.semantic.values import Value
 
 
@@ -94,6 +99,10 @@ class ProcessModel:
             return None
         return Receiver(crossing, sender, self._with_tensor_parameters(facts, received), received)
 
+    def target_facts(self, sender: ScopeFacts, crossing: Crossing) -> ScopeFacts | None:
+        """The facts of the same-module function the crossing runs on the other side."""
+        return self._target(sender, crossing.target)
+
     def targets(self) -> set[int]:
         """Ids of the scopes that some crossing of this module runs in another process."""
         found = set()
@@ -125,9 +134,11 @@ class ProcessModel:
             inner = (*caller.enclosing, caller.name) if caller.is_function else ()
             for facts in self.facts:
                 scope = facts.scope
-                if scope.is_function and scope.name == target.value and not scope.is_method:
-                    if scope.enclosing in ((), inner):
-                        return facts
+                if (
+                    scope.is_function and scope.name == target.value and not scope.is_method
+                    and scope.enclosing in ((), inner)
+                ):
+                    return facts
         if (
             isinstance(target, cst.Attribute)
             and isinstance(target.value, cst.Name)

@@ -69,3 +69,33 @@ def cuda_call(node: cst.Call, names: set[str], imports: ImportTable) -> bool:
         return bool(positional) and is_cuda_device(positional[0], names, imports)
     qualified = imports.qualify(func) or ""
     return qualified.startswith("torch.cuda.") and qualified.endswith("Tensor")
+
+
+#: torch.cuda calls that work in a forked child: they ask NVML or Python state, not the driver.
+_FORK_SAFE = frozenset({"torch.cuda.device_count", "torch.cuda.is_initialized", "torch.cuda.is_available"})
+
+
+class CudaUses(Walker):
+    """The calls in a body that use CUDA (nested functions excluded), and the names of the
+    functions it calls by bare name (to follow same-module helpers)."""
+
+    def __init__(self, names: set[str], imports: ImportTable) -> None:
+        self.names = names
+        self.imports = imports
+        self.found: list[cst.Call] = []
+        self.called: set[str] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.imports.qualify(node.func) or ""
+        if cuda_call(node, self.names, self.imports) or (
+            qualified.startswith("torch.cuda.") and qualified not in _FORK_SAFE
+        ):
+            self.found.append(node)
+        if isinstance(node.func, cst.Name):
+            self.called.add(node.func.value)

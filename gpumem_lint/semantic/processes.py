@@ -21,7 +21,16 @@ from importlib.resources import files
 import libcst as cst
 
 from gpumem_lint.semantic.imports import dotted_name
-from gpumem_lint.semantic.values import EMPTY, AliasKind, Handle, Role, State, Storage, Value, Write
+from gpumem_lint.semantic.values import (
+    EMPTY,
+    AliasKind,
+    Handle,
+    Role,
+    State,
+    Storage,
+    Value,
+    Write,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -89,6 +98,8 @@ class Crossing:
     sync: bool = False  # the other side is done when the call returns
     #: `spawn(fn, nprocs=4)`, a pool, or a process started in a loop: several receivers.
     several: bool = False
+    #: Where the receiving processes are started: the `Pool(...)` / executor for their tasks.
+    launcher: cst.CSTNode | None = None
 
 
 @dataclass(eq=False)
@@ -96,6 +107,7 @@ class ProcessObject:
     kind: str  # "context", "process", "processes", "queue", "pipe", "pool", "executor"
     start_method: str | None = None
     crossing: Crossing | None = None
+    node: cst.CSTNode | None = None  # the call that made it
 
 
 @dataclass
@@ -183,6 +195,7 @@ class ProcessSemantics:
     def _object(self, node: cst.CSTNode, info: ProcessObject) -> Value:
         handle = self._handle(("process object", id(node)), Storage(info.kind, "fresh"), AliasKind.OWN, node)
         handle.role = Role.PROCESS_OBJECT
+        info.node = node
         self.process_facts.process_objects[handle] = info
         return Value(frozenset({handle}))
 
@@ -252,7 +265,9 @@ class ProcessSemantics:
                 for position, iterable in enumerate(iterables)
             )
         sent = Value(frozenset().union(*(value.handles for arg, value in zip(node.args, args) if arg.value is not target)))
-        crossing = self._record(Crossing(node, kind, owner.start_method, sent, target, arguments, sync=sync, several=True))
+        crossing = self._record(
+            Crossing(node, kind, owner.start_method, sent, target, arguments, sync=sync, several=True, launcher=owner.node)
+        )
         if not sync:
             self._open_crossing(crossing, state)
         return Value(frozenset({self._fresh(node, "", EMPTY)}))

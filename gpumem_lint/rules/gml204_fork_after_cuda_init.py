@@ -1,0 +1,165 @@
+from collections.abc import Iterator
+
+import libcst as cst
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._boundaries import crossing_text, process_model, start_method_text
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.boundaries import ProcessModel
+from gpumem_lint.semantic.devices import CudaUses, cuda_names, made_on_cuda
+from gpumem_lint.semantic.flow import ScopeFacts
+from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS
+
+#: How many same-module calls deep the child's function is searched for CUDA use.
+_DEPTH = 2
+
+
+class ForkAfterCudaInit(Rule):
+    """
+    ## What it does
+    Flags a child process started with the **fork** start method — `Process(target=f)`,
+    `Pool(...)` / `ProcessPoolExecutor(...)` running `f` — when `f` (defined in the same
+    module, or a function of the module it calls) uses CUDA and the parent initialised the
+    CUDA driver before the fork on some path. The start method is fork when the code says so
+    (`set_start_method("fork")`, `get_context("fork")`) or by default: the stdlib default on
+    Linux is fork up to Python 3.13 and forkserver from 3.14 (set `target-version` to say
+    which Python you target).
+
+    What initialises the driver comes from the shared lock-in table
+    ([knowledge/lockin.toml](../gpumem_lint/knowledge/lockin.toml)): an allocation or
+    `.cuda()`, `set_device`, and also calls that look harmless, such as
+    `torch.cuda.is_available()`, `get_arch_list()`, `GradScaler("cuda")`.
+
+    ## Why is this bad?
+    A forked child inherits the parent's memory but not a usable CUDA driver state. Its first
+    CUDA call raises `RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use
+    CUDA with multiprocessing, you must use the 'spawn' start method` — after an allocation,
+    and equally after nothing more than `torch.cuda.is_available()` (measured on an H200,
+    [docs/facts.md](../docs/facts.md) F14). The error surfaces in the child, far from the
+    `is_available()` that caused it.
+
+    ## Example
+    ```python
+    use_cuda = torch.cuda.is_available()
+    p = mp.Process(target=train, args=(rank,))  # train() calls model.cuda()
+    p.start()
+    ```
+
+    ## Use instead
+    ```python
+    ctx = mp.get_context("spawn")
+    p = ctx.Process(target=train, args=(rank,))
+    p.start()
+    ```
+
+    ## Fix safety
+    There is no automatic fix. Spawn children re-import the main module, so the launching
+    code must sit under `if __name__ == "__main__":`. Setting
+    `PYTORCH_NVML_BASED_CUDA_CHECK=1` makes `is_available()` safe, not an allocation.
+
+    ## References
+    - [CUDA in multiprocessing](https://docs.pytorch.org/docs/stable/notes/multiprocessing.html#cuda-in-multiprocessing)
+    - [multiprocessing: contexts and start methods](https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods)
+    """
+
+    code = "GML204"
+    name = "fork-after-cuda-init"
+    severity = Severity.ERROR
+    summary = "A forked child uses CUDA after the parent initialised it"
+    fix_title = "Start CUDA-using children with spawn (`mp.get_context(\"spawn\")`), or keep CUDA out of the parent until they are started"
+    triggers = ("multiprocessing", "ProcessPoolExecutor")
+    VALID = (
+        """
+import torch
+import torch.multiprocessing as mp
+
+def train(rank):
+    torch.zeros(1).cuda(rank)
+
+if __name__ == "__main__":
+    use_cuda = torch.cuda.is_available()
+    ctx = mp.get_context("spawn")
+    p = ctx.Process(target=train, args=(0,))
+    p.start()
+    p.join()
+""",
+        """
+import torch
+import multiprocessing as mp
+
+def preprocess(path):
+    return torch.load(path).float()
+
+if __name__ == "__main__":
+    model = torch.nn.Linear(4, 4).cuda()
+    with mp.Pool(4) as pool:
+        batches = pool.map(preprocess, ["a.pt", "b.pt"])
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch
+import torch.multiprocessing as mp
+
+def train(rank):
+    torch.zeros(1).cuda(rank)
+
+if __name__ == "__main__":
+    use_cuda = torch.cuda.is_available()
+    p = mp.Process(target=train, args=(0,))
+    p.start()
+    p.join()
+""",
+            (10,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        model = process_model(ctx)
+        imports = ctx.semantic.imports
+        names = cuda_names(ctx.module, imports)
+        reported = set()
+        for sender, crossing in model.crossings():
+            if crossing.kind not in ("process", "pool", "executor") or not model.start_method(crossing).forks:
+                continue
+            if any(made_on_cuda(h, names, imports) for h in crossing.sent.handles if h.role is None):
+                continue  # a CUDA tensor handed to the forked child: GML203 says so
+            launch = crossing.launcher or crossing.node
+            target = model.target_facts(sender, crossing)
+            if target is None or id(launch) in reported:
+                continue
+            use = _cuda_use(model, target, names, imports)
+            if use is None:
+                continue
+            site = ctx.program_order.first_event_before(launch, CUDA_INIT_EVENTS)
+            if site is None:
+                continue
+            reported.add(id(launch))
+            method = start_method_text(model.start_method(crossing))
+            yield Report(
+                launch,
+                f"{crossing_text(ctx, crossing)} starts a child with {method} after `{site.call}` ({site.where()}) "
+                f"initialised CUDA in this process; the child's `{ctx.code(use)}` (line {ctx.line(use)}) then raises "
+                "`Cannot re-initialize CUDA in forked subprocess`",
+            )
+
+
+def _cuda_use(model: ProcessModel, target: ScopeFacts, names, imports) -> cst.Call | None:
+    """The first CUDA call the child makes: in its function, or in same-module functions it calls."""
+    by_name = {f.scope.name: f for f in model.facts if f.scope.is_function and not f.scope.is_method}
+    pending, seen = [(target, 0)], set()
+    while pending:
+        facts, depth = pending.pop(0)
+        if id(facts.scope) in seen:
+            continue
+        seen.add(id(facts.scope))
+        uses = CudaUses(names, imports)
+        for statement in facts.scope.body:
+            uses.walk(statement)
+        if uses.found:
+            return uses.found[0]
+        if depth < _DEPTH:
+            pending.extend((by_name[name], depth + 1) for name in sorted(uses.called) if name in by_name)
+    return None
