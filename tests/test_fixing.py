@@ -1,0 +1,214 @@
+"""`--fix`, `--unsafe-fixes`, `--diff`, `--add-noqa`, standard input, and the promises behind
+them: fixed files parse, a second run changes nothing, `# noqa` lines are left alone, files
+keep their encoding and mode."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpumem_lint.autofix import parses
+from gpumem_lint.cli import main
+from gpumem_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Severity
+from gpumem_lint.fixes import apply_fixes
+
+REPO = Path(__file__).resolve().parent.parent
+
+# GML106 offers an unsafe fix (`.copy()` after `t.numpy()`); GML002 a safe one (drop the code).
+BRIDGE = """import torch
+
+def augment(path):
+    t = torch.load(path)
+    original = t.numpy(){comment}
+    t.mul_(2)
+    return original.mean(), t.mean()
+"""
+STALE_NOQA = "import torch\n\nvalue = torch.zeros(3)  # noqa: GML107, E501\n"
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(monkeypatch, tmp_path):
+    for variable in ("GPUMEM_LINT_OUTPUT_FORMAT", "FORCE_COLOR", "NO_COLOR"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--no-cache", *args])
+    out, err = capsys.readouterr()
+    return exit_info.value.code, out, err
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*.py"))}
+
+
+def test_fixing_every_fixture_leaves_parseable_files_and_is_idempotent(capsys, tmp_path):
+    for name in ("hazards", "safe", "demo_project"):
+        shutil.copytree(REPO / "fixtures" / name, tmp_path / name)
+    original = snapshot(tmp_path)
+    code, out, _ = run(capsys, "--fix", "--unsafe-fixes", "--output-format", "concise", "--select", "ALL", ".")
+    fixed = snapshot(tmp_path)
+    assert fixed != original, "the fixtures hold fixable findings"
+    assert "fixed" in out.splitlines()[-1]
+    for name, data in fixed.items():
+        assert parses(data.decode(), name), name
+    _, out, _ = run(capsys, "--fix", "--unsafe-fixes", "--output-format", "concise", "--select", "ALL", ".")
+    assert snapshot(tmp_path) == fixed
+    assert "fixed" not in out
+
+
+@pytest.mark.parametrize(
+    ("source", "options", "expected"),
+    [
+        pytest.param(STALE_NOQA, ["--fix"], STALE_NOQA.replace("GML107, E501", "E501"), id="safe fix"),
+        pytest.param(BRIDGE.format(comment=""), ["--fix"], BRIDGE.format(comment=""), id="unsafe needs the option"),
+        pytest.param(
+            BRIDGE.format(comment=""),
+            ["--fix", "--unsafe-fixes"],
+            BRIDGE.format(comment="").replace("numpy()", "numpy().copy()"),
+            id="unsafe fix",
+        ),
+        pytest.param(
+            BRIDGE.format(comment="  # noqa: E501"),
+            ["--fix", "--unsafe-fixes"],
+            BRIDGE.format(comment="  # noqa: E501"),
+            id="a noqa line is not touched",
+        ),
+    ],
+)
+def test_fix_writes_what_the_tier_allows(capsys, tmp_path, source, options, expected):
+    (tmp_path / "a.py").write_text(source)
+    run(capsys, *options, "a.py")
+    assert (tmp_path / "a.py").read_text() == expected
+
+
+@pytest.mark.parametrize(
+    ("options", "expected_code"),
+    [
+        (["--fix"], 0),
+        (["--fix", "--exit-non-zero-on-fix"], 1),
+        (["--fix", "--exit-zero", "--exit-non-zero-on-fix"], 0),
+        ([], 1),
+    ],
+)
+def test_exit_code_after_fixing_everything(capsys, tmp_path, options, expected_code):
+    (tmp_path / "a.py").write_text(STALE_NOQA)
+    code, out, _ = run(capsys, *options, "a.py")
+    assert code == expected_code
+    if options:
+        assert out.splitlines()[-1] == "Found 1 error (1 fixed, 0 remaining)." or "--exit-zero" in options
+
+
+def test_summary_counts_fixable_and_hidden_fixes(capsys, tmp_path):
+    (tmp_path / "a.py").write_text(BRIDGE.format(comment="") + STALE_NOQA.replace("import torch\n\n", ""))
+    _, out, _ = run(capsys, "--output-format", "concise", "a.py")
+    assert out.splitlines()[-2:] == [
+        "Found 2 errors.",
+        "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).",
+    ]
+    assert " GML002 [*] unused" in out and " GML106 [*]" not in out
+
+
+def test_show_fixes_lists_what_was_fixed(capsys, tmp_path):
+    (tmp_path / "a.py").write_text(STALE_NOQA)
+    _, out, _ = run(capsys, "--fix", "--show-fixes", "a.py")
+    assert "Fixed 1 error:\n- a.py:\n    1 × GML002 (unused-suppression)\n" in out
+
+
+def test_diff_prints_the_change_and_leaves_the_file(capsys, tmp_path):
+    (tmp_path / "a.py").write_text(BRIDGE.format(comment=""))
+    code, out, err = run(capsys, "--diff", "--unsafe-fixes", "a.py")
+    assert code == 1
+    assert (tmp_path / "a.py").read_text() == BRIDGE.format(comment="")
+    assert "--- a.py\n+++ a.py\n" in out
+    assert "-    original = t.numpy()\n+    original = t.numpy().copy()\n" in out
+    assert "Would fix 1 error." in err
+    code, out, _ = run(capsys, "--diff", "a.py")  # the only fix is unsafe
+    assert (code, out) == (0, "")
+
+
+def test_fix_keeps_encoding_bom_line_ends_and_mode(capsys, tmp_path):
+    source = STALE_NOQA.replace("import torch\n", "# -*- coding: latin-1 -*-\nimport torch\nname = 'café'\n")
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(source.replace("\n", "\r\n").encode("latin-1"))
+    latin.chmod(0o750)
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbf" + STALE_NOQA.encode())
+    run(capsys, "--fix", ".")
+    assert latin.read_bytes() == source.replace(", E501", "").replace("GML107", "E501").replace(
+        "\n", "\r\n"
+    ).encode("latin-1")
+    assert stat.S_IMODE(latin.stat().st_mode) == 0o750
+    assert bom.read_bytes() == b"\xef\xbb\xbf" + STALE_NOQA.replace("GML107, E501", "E501").encode()
+    assert [path.name for path in tmp_path.iterdir() if path.suffix == ".tmp"] == []
+
+
+def test_stdin_is_linted_under_its_given_name(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(STALE_NOQA.encode())))
+    code, out, _ = run(capsys, "-", "--stdin-filename", "pkg/mod.py", "--output-format", "concise")
+    assert code == 1
+    assert out.startswith("pkg/mod.py:3:25: GML002 ")
+
+
+def test_stdin_fix_prints_the_fixed_source_and_reports_on_stderr(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(STALE_NOQA.encode())))
+    code, out, err = run(capsys, "--fix", "--stdin-filename", "mod.py")
+    assert code == 0
+    assert out == STALE_NOQA.replace("GML107, E501", "E501")
+    assert "Found 1 error (1 fixed, 0 remaining)." in err
+
+
+def test_add_noqa_silences_every_finding_once(capsys, tmp_path):
+    shutil.copytree(REPO / "fixtures" / "demo_project", tmp_path / "demo_project")
+    _, before, _ = run(capsys, "--select", "ALL", "--output-format", "concise", "-q", ".")
+    rows = {line.split(": ")[0].rsplit(":", 1)[0] for line in before.splitlines()}
+    code, _, err = run(capsys, "--add-noqa", "--select", "ALL", ".")
+    assert code == 0
+    assert err.strip() == f"Added {len(rows)} noqa directives."
+    for name, data in snapshot(tmp_path).items():
+        assert parses(data.decode(), name), name
+    code, out, _ = run(capsys, "--select", "ALL", "--output-format", "concise", ".")
+    assert (code, out) == (0, "All checks passed!\n")
+    _, _, err = run(capsys, "--add-noqa", "--select", "ALL", ".")
+    assert err.strip() == "Added 0 noqa directives."
+
+
+def test_add_noqa_never_puts_a_comment_after_a_line_continuation(capsys, tmp_path):
+    source = BRIDGE.format(comment="").replace("t.mul_(2)", "t.mul_(2 \\\n           )")
+    (tmp_path / "a.py").write_text(source)
+    run(capsys, "--add-noqa", "a.py")
+    assert (tmp_path / "a.py").read_text() == source.replace("           )", "           )  # noqa: GML106")
+    code, _, _ = run(capsys, "a.py")
+    assert code == 0
+
+
+def diagnostic(code: str, fix: Fix | None) -> Diagnostic:
+    start = fix.edits[0].start if fix else Position(1, 1)
+    return Diagnostic("a.py", start, start, code, "name", "message", None, Severity.ERROR, fix)
+
+
+def edit(row: int, start: int, end: int, content: str) -> Edit:
+    return Edit(Position(row, start), Position(row, end), content)
+
+
+@pytest.mark.parametrize(
+    ("fixes", "expected_text", "applied"),
+    [
+        pytest.param([[edit(1, 1, 2, "X")], [edit(1, 3, 4, "Y")]], "XbYd\n", 2, id="independent"),
+        pytest.param([[edit(1, 1, 3, "X")], [edit(1, 2, 4, "Y")]], "Xcd\n", 1, id="overlap waits"),
+        pytest.param([[edit(1, 2, 2, "X")], [edit(1, 2, 2, "Y")]], "aXbcd\n", 1, id="same insertion point waits"),
+        pytest.param([[edit(1, 1, 2, "X"), edit(1, 4, 5, "Z")], [edit(1, 3, 5, "Y")]], "XbcZ\n", 1, id="one fix, two edits"),
+        pytest.param([[edit(1, 1, 2, "X")], [edit(1, 2, 3, "Y")]], "XYcd\n", 2, id="adjacent"),
+    ],
+)
+def test_apply_fixes_never_applies_colliding_edits(fixes, expected_text, applied):
+    diagnostics = [diagnostic("GML999", Fix(tuple(edits), Applicability.SAFE)) for edits in fixes]
+    result = apply_fixes("abcd\n", diagnostics, unsafe=False)
+    assert (result.text, len(result.fixed)) == (expected_text, applied)
