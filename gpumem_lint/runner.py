@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -16,10 +17,10 @@ from pathlib import Path
 
 from gpumem_lint.autofix import encode_like, fix_source, write_atomically
 from gpumem_lint.cache import Cache, content_hash
-from gpumem_lint.diagnostics import Diagnostic
+from gpumem_lint.diagnostics import Diagnostic, Position
 from gpumem_lint.engine import decode_source, lint_bytes, lint_path
 from gpumem_lint.fixes import fix_allowed
-from gpumem_lint.rules import RULES_BY_CODE
+from gpumem_lint.rules import RULES_BY_CODE, InternalError
 
 #: Below this many files a process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 16
@@ -122,7 +123,25 @@ def _collect(pending, outcomes, results, cache, on_file_done) -> None:
 
 
 def _run_job(work: tuple[Job, bytes | None, str | None, FixMode | None]) -> FileResult:
-    job, data, digest, fix = work
+    job = work[0]
+    try:
+        return _lint_or_fix(*work)
+    except Exception as error:  # noqa: BLE001 - an engine bug must cost one file, not the whole run
+        if InternalError.code not in job.codes:
+            return FileResult(())
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        message = (
+            f"internal error ({type(error).__name__} at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}); "
+            "please report it with this file"
+        )
+        start = Position(1, 1)
+        return FileResult((
+            Diagnostic(job.display, start, start, InternalError.code, InternalError.name, message,
+                       InternalError.fix_title, InternalError.severity),
+        ))
+
+
+def _lint_or_fix(job: Job, data: bytes | None, digest: str | None, fix: FixMode | None) -> FileResult:
     rules = [RULES_BY_CODE[code] for code in job.codes]
     if data is None:
         return FileResult(tuple(lint_path(job.path, job.display, rules)))
