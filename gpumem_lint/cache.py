@@ -8,8 +8,9 @@
 An entry is looked up by absolute path and is valid only while the file's content hash,
 the codes selected for it, and the content hash of every file its findings depend on
 (first-party modules it imports, `FileContext.dependencies`) are unchanged. The key of
-the results file covers the tool version and a fingerprint of the tool's own files (their
-sizes and mtimes), so an edited checkout never serves results of its former self.
+the results file covers the tool version, a fingerprint of the tool's own files (their
+sizes and mtimes, so an edited checkout never serves results of its former self), the
+project root and the working directory.
 """
 
 from __future__ import annotations
@@ -117,8 +118,9 @@ def _prepare(directory: Path) -> None:
 
 
 def _results_key(project_root: Path) -> str:
+    """Messages name files relative to the working directory, so it is part of the key too."""
     digest = hashlib.blake2b(digest_size=8)
-    digest.update(str(project_root).encode())
+    digest.update(f"{project_root}\0{Path.cwd()}".encode())
     for file in sorted(_PACKAGE.rglob("*")):
         if file.suffix in (".py", ".json", ".toml") and "__pycache__" not in file.parts:
             status = file.stat()

@@ -214,6 +214,8 @@ def list_rules(
                 "severity": rule_cls.severity.value,
                 "summary": rule_cls.summary,
                 "fix_title": rule_cls.fix_title,
+                # As ruff's `fix_availability` field, with the tier: "safe", "unsafe", or null.
+                "fix": rule_cls.fix_applicability.value if rule_cls.fix_applicability else None,
                 "explanation": render_rule_page(rule_cls),
             }
             for rule_cls in ALL_RULES

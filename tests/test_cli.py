@@ -218,8 +218,11 @@ def test_rules_json_lists_every_rule(capsys):
     entries = json.loads(out)
     assert [entry["code"] for entry in entries] == [rule.code for rule in ALL_RULES]
     for entry in entries:
-        assert set(entry) == {"code", "name", "severity", "summary", "fix_title", "explanation"}
+        assert set(entry) == {"code", "name", "severity", "summary", "fix_title", "fix", "explanation"}
         assert entry["explanation"] == render_rule_page(RULES_BY_CODE[entry["code"]])
+        assert entry["fix"] in ("safe", "unsafe", None)
+    fixes = {entry["code"]: entry["fix"] for entry in entries}
+    assert (fixes["GML001"], fixes["GML002"], fixes["GML106"]) == (None, "safe", "unsafe")
 
 
 def test_rules_table_names_every_rule(capsys):
