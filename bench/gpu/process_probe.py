@@ -1,0 +1,163 @@
+"""Measure what the process-boundary rules (GML2xx) rely on, on a CUDA machine.
+
+    python bench/gpu/process_probe.py > bench/gpu/process_probe.json
+
+Each probe runs in a fresh interpreter (so that what initialised CUDA is exactly what the
+probe did) and prints one JSON object. docs/facts.md F13-F15 quote the output (H200,
+torch 2.11.0+cu130, 2026-11-29); tests/test_process_facts.py checks the recorded JSON
+against them, and tests/gpu/test_process_probe_gpu.py re-runs the CUDA probes on a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+_CHILD_USES_CUDA = """
+import json, multiprocessing as mp, torch
+
+def child(queue):
+    try:
+        queue.put(("ok", torch.ones(2, device="cuda").sum().item()))
+    except Exception as error:
+        queue.put((type(error).__name__, str(error)))
+
+if __name__ == "__main__":
+    {before}
+    ctx = mp.get_context("{method}")
+    queue = ctx.Queue()
+    p = ctx.Process(target=child, args=(queue,))
+    p.start()
+    outcome, detail = queue.get(timeout=60)
+    p.join()
+    print(json.dumps({{"child": outcome, "detail": detail}}))
+"""
+
+# The parent sends a CUDA tensor through a spawn queue; both sides write and the other reads.
+_CUDA_QUEUE_BOTH_WAYS = """
+import json, torch, torch.multiprocessing as mp
+
+def child(queue, replies, parent_wrote, child_wrote):
+    x = queue.get()
+    parent_wrote.wait()
+    torch.cuda.synchronize()
+    replies.put(x.sum().item())
+    x.fill_(9.0)
+    torch.cuda.synchronize()
+    child_wrote.set()
+    replies.get()  # keep the tensor until the parent has read
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    queue, replies = ctx.Queue(), ctx.Queue()
+    parent_wrote, child_wrote = ctx.Event(), ctx.Event()
+    x = torch.zeros(4, device="cuda")
+    shared_before_put = x.is_shared()
+    p = ctx.Process(target=child, args=(queue, replies, parent_wrote, child_wrote))
+    p.start()
+    queue.put(x)
+    x.fill_(7.0)
+    torch.cuda.synchronize()
+    parent_wrote.set()
+    child_saw = replies.get(timeout=60)
+    child_wrote.wait(120)
+    parent_saw = x.sum().item()
+    replies.put("done")
+    p.join()
+    print(json.dumps({"is_shared_before_put": shared_before_put, "child_saw_parent_write": child_saw,
+                      "parent_saw_child_write": parent_saw}))
+"""
+
+# A spawned producer puts a CUDA tensor and returns at once; the consumer reads it afterwards.
+_PRODUCER_EXITS = """
+import json, time, torch, torch.multiprocessing as mp
+
+def producer(queue, keep_alive):
+    x = torch.full((1 << 20,), 3.0, device="cuda")
+    queue.put(x)
+    if keep_alive:
+        del x  # the producer drops its reference but stays alive
+        torch.cuda.empty_cache()
+        y = torch.full((1 << 20,), 5.0, device="cuda")  # may reuse freed memory
+        time.sleep(6)
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    p = ctx.Process(target=producer, args=(queue, {keep_alive}))
+    p.start()
+    {wait}
+    try:
+        x = queue.get(timeout=60)
+        value = x.mean().item()
+        outcome = "read"
+    except Exception as error:
+        value, outcome = None, f"{{type(error).__name__}}: {{error}}"
+    p.join()
+    print(json.dumps({{"producer_alive_when_read": {keep_alive}, "outcome": outcome, "mean": value,
+                      "producer_exitcode": p.exitcode}}))
+"""
+
+# A child writes the CPU tensor it received as a Process argument; does the parent see it?
+_CPU_CHILD_WRITE = """
+import json, multiprocessing as mp, torch
+
+def child(t):
+    t.add_(100)
+
+if __name__ == "__main__":
+    ctx = mp.get_context("{method}")
+    t = torch.zeros(3)
+    p = ctx.Process(target=child, args=(t,))
+    p.start()
+    p.join()
+    print(json.dumps({{"parent_sees": t.sum().item(), "parent_is_shared": t.is_shared()}}))
+"""
+
+_PROBES = {
+    "fork_after_nothing": _CHILD_USES_CUDA.format(before="pass", method="fork"),
+    "fork_after_is_available": _CHILD_USES_CUDA.format(before="torch.cuda.is_available()", method="fork"),
+    "fork_after_allocation": _CHILD_USES_CUDA.format(before="torch.zeros(1, device='cuda')", method="fork"),
+    "spawn_after_allocation": _CHILD_USES_CUDA.format(before="torch.zeros(1, device='cuda')", method="spawn"),
+    "cuda_queue_both_ways": _CUDA_QUEUE_BOTH_WAYS,
+    "producer_exits_before_read": _PRODUCER_EXITS.format(keep_alive=False, wait="p.join()"),
+    "producer_drops_reference_alive": _PRODUCER_EXITS.format(keep_alive=True, wait="time.sleep(3)"),
+    "cpu_child_write_spawn": _CPU_CHILD_WRITE.format(method="spawn"),
+    "cpu_child_write_fork": _CPU_CHILD_WRITE.format(method="fork"),
+}
+
+
+def run(source: str) -> dict:
+    # A file, not `python -c`: spawn children re-import the main module by its path.
+    with tempfile.TemporaryDirectory() as directory:
+        script = Path(directory) / "probe.py"
+        script.write_text(source)
+        try:
+            done = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=180)
+        except subprocess.TimeoutExpired:
+            return {"error": "timeout"}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    result = json.loads(lines[-1]) if lines else {"error": done.stderr.strip()[-400:]}
+    warnings = [line.strip()[:200] for line in done.stderr.splitlines() if "CudaIPCTypes" in line or "Producer" in line]
+    if warnings:
+        result["stderr"] = warnings[:2]
+    return result
+
+
+def main() -> None:
+    import torch
+
+    report = {
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(0) if torch.cuda.device_count() else None,
+        "probes": {name: run(source) for name, source in _PROBES.items()},
+    }
+    json.dump(report, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()

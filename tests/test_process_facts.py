@@ -1,0 +1,98 @@
+"""Re-measure the process-boundary facts the GML2xx rules rely on (docs/facts.md F11-F16).
+
+CPU facts run here; the CUDA facts (F14, F15) are checked against the recorded GPU run in
+bench/gpu/process_probe.json, and re-measured by tests/gpu/test_process_probe_gpu.py on a GPU.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDED = json.loads((ROOT / "bench" / "gpu" / "process_probe.json").read_text())["probes"]
+
+
+def test_f11_torch_spawn_defaults_to_the_spawn_start_method():
+    for function in (torch.multiprocessing.spawn, torch.multiprocessing.start_processes):
+        assert inspect.signature(function).parameters["start_method"].default == "spawn"
+
+
+def test_f12_put_moves_the_tensor_into_shared_memory_in_place():
+    queue = multiprocessing.get_context("fork").Queue()
+    sent = torch.zeros(3)
+    view = sent[1:]
+    assert not sent.is_shared()
+    queue.put(sent)
+    received = queue.get(timeout=30)
+    assert sent.is_shared() and view.is_shared()
+    sent.add_(1)  # the sender writes after put
+    assert received.sum().item() == 3.0
+    received.fill_(9)  # and the receiver's write reaches the sender
+    assert view.sum().item() == 18.0
+
+
+def _child_writes(tensor):
+    tensor.add_(100)
+
+
+def test_f13_child_write_is_lost_under_fork():
+    # Spawn pickles the argument (F12, measured in process above); a fresh interpreter per run would
+    # cost seconds, so the spawn side is the recorded run of bench/gpu/process_probe.py.
+    tensor = torch.zeros(3)
+    child = multiprocessing.get_context("fork").Process(target=_child_writes, args=(tensor,))
+    child.start()
+    child.join()
+    assert child.exitcode == 0 and tensor.sum().item() == 0.0 and not tensor.is_shared()
+    assert RECORDED["cpu_child_write_fork"] == {"parent_sees": 0.0, "parent_is_shared": False}
+    assert RECORDED["cpu_child_write_spawn"] == {"parent_sees": 300.0, "parent_is_shared": True}
+
+
+def test_f14_recorded_fork_after_cuda_init():
+    message = "Cannot re-initialize CUDA in forked subprocess"
+    assert RECORDED["fork_after_nothing"]["child"] == "ok"
+    assert message in RECORDED["fork_after_is_available"]["detail"]
+    assert message in RECORDED["fork_after_allocation"]["detail"]
+    assert RECORDED["spawn_after_allocation"]["child"] == "ok"
+
+
+def test_f15_recorded_cuda_ipc_lifetime():
+    both_ways = RECORDED["cuda_queue_both_ways"]
+    assert both_ways["is_shared_before_put"] is True
+    assert (both_ways["child_saw_parent_write"], both_ways["parent_saw_child_write"]) == (28.0, 36.0)
+    exited = RECORDED["producer_exits_before_read"]
+    assert exited["mean"] is None and "invalid resource handle" in exited["outcome"]
+    assert any("Producer process has been terminated" in line for line in exited["stderr"])
+    alive = RECORDED["producer_drops_reference_alive"]
+    assert alive["outcome"] == "read" and alive["mean"] == 3.0
+
+
+class _Counting(torch.utils.data.Dataset):
+    def __init__(self):
+        self.count = 0
+        self.plain = torch.zeros(4)
+        self.shared = torch.zeros(4).share_memory_()
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, index):
+        self.count += 1
+        self.plain[index] += 1
+        self.shared[index] += 1
+        return index
+
+
+def test_f16_dataloader_workers_update_their_own_copy():
+    dataset = _Counting()
+    loader = torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=2, multiprocessing_context="fork")
+    assert sorted(i for batch in loader for i in batch.tolist()) == [0, 1, 2, 3]
+    assert dataset.count == 0
+    assert dataset.plain.sum().item() == 0.0
+    assert dataset.shared.sum().item() == 4.0
