@@ -31,9 +31,12 @@ class CudaTensorAcrossProcesses(Rule):
     first CUDA call raises `RuntimeError: Cannot re-initialize CUDA in forked subprocess. To
     use CUDA with multiprocessing, you must use the 'spawn' start method`
     ([docs/facts.md](../docs/facts.md) F14, measured on an H200). And the producer must keep
-    the tensor alive as long as a consumer uses it: when it exits first, PyTorch prints
-    `Producer process has been terminated before all shared CUDA tensors released` and what
-    the consumer reads is undefined (F15).
+    the tensor alive as long as a consumer uses it: on an H200 (F15,
+    `bench/gpu/process_probe.json`), a consumer that read after its producer had exited got
+    `CUDA error: invalid resource handle`, and the producer printed `Producer process has been
+    terminated before all shared CUDA tensors released`. A producer that merely drops its
+    reference (`del x`) while staying alive is fine — torch keeps the memory until the
+    consumer releases it — and is not reported.
 
     ## Example
     ```python
@@ -156,6 +159,6 @@ def main():
                     crossing.node,
                     f"{crossing_text(ctx, crossing)} hands a CUDA tensor to another process, and `{facts.scope.name}` "
                     "runs as a child process that returns without waiting for the consumer: a producer must keep its "
-                    "shared CUDA tensors alive while consumers use them, else PyTorch warns `Producer process has "
-                    "been terminated before all shared CUDA tensors released` and the consumer's reads are undefined",
+                    "shared CUDA tensors alive while consumers use them: a consumer that reads after the producer "
+                    "exited fails with `CUDA error: invalid resource handle`",
                 )
