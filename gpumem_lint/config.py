@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpumem_lint.target import parse_target_version
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
@@ -51,7 +53,7 @@ DEFAULT_EXCLUDE = (
 )
 
 _LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
-_KNOWN_KEYS = (*_LIST_KEYS, "per-file-ignores")
+_KNOWN_KEYS = (*_LIST_KEYS, "per-file-ignores", "target-version")
 
 
 class ConfigError(Exception):
@@ -162,6 +164,10 @@ def _validate(table: dict, where: str) -> None:
             close = difflib.get_close_matches(key, _KNOWN_KEYS, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ConfigError(f"{where}: unknown key '{key}' in [{TABLE}]{hint}")
+        if key == "target-version" and not (isinstance(value, str) and parse_target_version(value)):
+            raise ConfigError(
+                f"{where}: 'target-version' in [{TABLE}] must be a string such as \"py313\", got {value!r}"
+            )
         if key in _LIST_KEYS and not _is_list_of_strings(value):
             raise ConfigError(
                 f"{where}: '{key}' in [{TABLE}] must be a list of strings, got {_toml_type(value)}"

@@ -85,6 +85,8 @@ def test_unknown_key_is_named_with_the_file(tmp_path):
         ("extend-exclude = true", "'extend-exclude' in [tool.gpumem-lint] must be a list of strings"),
         ('per-file-ignores = ["x"]', "'per-file-ignores' in [tool.gpumem-lint] must be a table"),
         ('per-file-ignores = {"tests/*" = "GML001"}', "per-file-ignores entry 'tests/*'"),
+        ('target-version = "3.13"', "'target-version' in [tool.gpumem-lint] must be a string such as \"py313\""),
+        ("target-version = 313", "'target-version' in [tool.gpumem-lint] must be a string such as"),
     ],
 )
 def test_value_of_the_wrong_type_is_named_with_the_file(tmp_path, body, expected):

@@ -3,13 +3,28 @@ for crossings and start methods."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gpumem_lint.context import FileContext
 from gpumem_lint.semantic.boundaries import ProcessModel, StartMethod
 from gpumem_lint.semantic.processes import Crossing
+from gpumem_lint.target import find_target
 
 
 def process_model(ctx: FileContext) -> ProcessModel:
-    return ProcessModel(ctx.semantic.facts, ctx.semantic.imports, getattr(ctx, "target_version", None))
+    return ProcessModel(ctx.semantic.facts, ctx.semantic.imports, target_version(ctx))
+
+
+def target_version(ctx: FileContext) -> tuple[int, int] | None:
+    """The Python version the file targets (target.py); its pyproject.toml becomes a
+    dependency of the findings, so cached results follow a change of target."""
+    source = Path(ctx.path)
+    if not source.is_file():
+        return None
+    target = find_target(source.resolve())
+    if target.config is not None:
+        ctx.dependencies.add(target.config)
+    return target.version
 
 
 def crossing_text(ctx: FileContext, crossing: Crossing) -> str:
