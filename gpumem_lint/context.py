@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from gpumem_lint.semantic.model import SemanticModel
 from gpumem_lint.semantic.module_graph import ModuleGraph
@@ -21,6 +22,8 @@ class FileContext:
     module: cst.Module
     #: Other files whose content the findings depend on (first-party modules run at import).
     dependencies: set[Path] = field(default_factory=set)
+    #: When `module` holds only part of `text`: origin[i] is the file's line of the module's line i + 1.
+    origin: list[int] | None = None
 
     @cached_property
     def semantic(self) -> SemanticModel:
@@ -38,9 +41,11 @@ class FileContext:
         return ProgramOrder(self.module, self.path, self.line, graph, graph.source if graph else None)
 
     @cached_property
-    def positions(self) -> dict[cst.CSTNode, CodeRange]:
-        """Resolved only for files with findings: most files have none."""
-        return MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
+        """Resolved only for files with findings: most files have none. Positions in the
+        file, also when `module` was parsed from a reduction of it (fast_path.py)."""
+        resolved = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return resolved if self.origin is None else _Relocated(resolved, self.origin)
 
     def line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line
@@ -48,3 +53,27 @@ class FileContext:
     def code(self, node: cst.CSTNode) -> str:
         """The source of a node, on one line, for messages."""
         return " ".join(self.module.code_for_node(node).split())
+
+
+class _Relocated(Mapping):
+    """Positions in a reduced module, read as positions in the file (columns are unchanged)."""
+
+    def __init__(self, positions: Mapping[cst.CSTNode, CodeRange], origin: list[int]) -> None:
+        self._positions = positions
+        self._origin = origin
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        span = self._positions[node]
+        return CodeRange(self._move(span.start), self._move(span.end))
+
+    def _move(self, position: CodePosition) -> CodePosition:
+        origin = self._origin
+        # The end of a node that closes the reduced text lies one line past it.
+        line = origin[position.line - 1] if position.line <= len(origin) else origin[-1] + position.line - len(origin)
+        return CodePosition(line, position.column)
+
+    def __iter__(self):
+        return iter(self._positions)
+
+    def __len__(self) -> int:
+        return len(self._positions)

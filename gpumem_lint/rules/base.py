@@ -10,6 +10,7 @@ from the class, so behaviour, docs and tests cannot drift apart.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -64,6 +65,11 @@ class Rule:
     fix_title: ClassVar[str]
     #: A file that contains none of these substrings cannot hold the hazard.
     triggers: ClassVar[tuple[str, ...]] = ()
+    #: Where in a file the findings can lie. None (the default): anywhere, and the rule sees the
+    #: whole module, as a rule that follows module-level program order must. Patterns: each
+    #: finding lies in a scope (the module's statements, a top-level function, a method) whose
+    #: own source matches one of them, so libcst may skip the scopes that do not (fast_path.py).
+    scope_triggers: ClassVar[tuple[re.Pattern[str], ...] | None] = None
     #: The tier of the fixes the rule offers (shown on its page), or None when it offers none.
     fix_applicability: ClassVar[Applicability | None] = None
     VALID: ClassVar[tuple[str, ...]] = ()

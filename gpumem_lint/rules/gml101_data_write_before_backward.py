@@ -3,6 +3,7 @@ from collections.abc import Iterator
 from gpumem_lint.context import FileContext
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.write_triggers import WRITES
 
 
 class DataWriteBeforeBackward(Rule):
@@ -60,6 +61,7 @@ class DataWriteBeforeBackward(Rule):
         "`torch.no_grad()` so autograd's version check can catch misuse"
     )
     triggers = (".data", ".set_(")
+    scope_triggers = WRITES
     VALID = (
         """
 import torch

@@ -4,6 +4,7 @@ from gpumem_lint.context import FileContext
 from gpumem_lint.rules._reporting import first_reads, write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.values import AliasKind, Read
+from gpumem_lint.semantic.write_triggers import WRITES
 
 
 class StateDictAliasSnapshot(Rule):
@@ -58,6 +59,7 @@ class StateDictAliasSnapshot(Rule):
     summary = "`state_dict()` kept as a snapshot shares memory with the live parameters"
     fix_title = "Copy the tensors: `copy.deepcopy(model.state_dict())` or `{k: v.detach().clone() for k, v in ...}`"
     triggers = ("state_dict",)
+    scope_triggers = WRITES
     VALID = (
         """
 import copy

@@ -6,6 +6,7 @@ from gpumem_lint.rules._reporting import alias_phrase, first_reads, write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.values import SNAPSHOT_KINDS, AliasKind, Read
+from gpumem_lint.semantic.write_triggers import WRITES
 
 # Aliases people write *through* on purpose (`p.data.add_()`, `v = x[0]; v.zero_()`)
 # are not snapshots; a `.detach()` alias written and then read next to its source
@@ -65,6 +66,7 @@ class AliasReadAfterInplaceWrite(Rule):
     summary = "A view or `.detach()`/`.data` alias is read after its memory was written in place"
     fix_title = "Take a copy where the alias is made (`.clone()`), or write out of place"
     triggers = ("torch", "numpy")
+    scope_triggers = WRITES
     VALID = (
         """
 import torch

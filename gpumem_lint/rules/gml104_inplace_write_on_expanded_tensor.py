@@ -4,6 +4,7 @@ from gpumem_lint.context import FileContext
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.values import AliasKind
+from gpumem_lint.semantic.write_triggers import WRITES
 
 
 class InplaceWriteOnExpandedTensor(Rule):
@@ -45,6 +46,7 @@ class InplaceWriteOnExpandedTensor(Rule):
     summary = "In-place write to an expanded (stride-0) tensor"
     fix_title = "Write out of place, or `.clone()` the expanded tensor before writing it"
     triggers = ("expand", "broadcast_")
+    scope_triggers = WRITES
     VALID = (
         """
 import torch

@@ -5,6 +5,7 @@ from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.values import AliasKind
+from gpumem_lint.semantic.write_triggers import WRITES
 
 
 class InplaceWriteOnMultiOutputView(Rule):
@@ -58,6 +59,7 @@ class InplaceWriteOnMultiOutputView(Rule):
     summary = "In-place write to an output of `unbind`/`split`/`chunk` under autograd"
     fix_title = "Write out of place (`q = q * scale`), or `.clone()` the output first"
     triggers = ("unbind", "split", "chunk")
+    scope_triggers = WRITES
     VALID = (
         """
 import torch.nn as nn

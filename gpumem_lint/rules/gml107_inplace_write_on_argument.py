@@ -8,6 +8,7 @@ from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.scopes import Scope
+from gpumem_lint.semantic.write_triggers import WRITES
 
 # Words in a function's name (or an enclosing function's) that announce mutation as its job.
 _MUTATING_WORDS = frozenset(
@@ -72,6 +73,7 @@ class InplaceWriteOnArgument(Rule):
     summary = "In-place write to a tensor the caller passed in"
     fix_title = "Write out of place (`x = x + b`), or `x = x.clone()` first; name the function `*_` if mutation is its job"
     triggers = ("torch",)
+    scope_triggers = WRITES
     VALID = (
         """
 import torch.nn as nn
