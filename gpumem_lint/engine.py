@@ -62,7 +62,9 @@ def lint_source(
     try:
         diagnostics = _check(*arguments)
     except RecursionError:
-        diagnostics = call_on_deep_stack(_check, *arguments)
+        # Nested deeper than the default stack allows: CPython may refuse the file (over 200
+        # nested brackets); otherwise the file is valid and analysed on a deeper stack.
+        diagnostics = _syntax_only(text, display, rules) or call_on_deep_stack(_check, *arguments)
     if UnusedSuppression in rules:
         diagnostics = sorted(
             [*diagnostics, *unused_suppressions(text, display, rules, diagnostics, used)], key=lambda d: d.sort_key
