@@ -91,6 +91,14 @@ def test_hook_is_skipped_without_python_files(project):
     assert "Skipped" in result.stdout
 
 
+def test_hook_honours_excludes_for_the_paths_pre_commit_passes(project):
+    (project / "pyproject.toml").write_text('[tool.gpumem-lint]\nextend-exclude = ["vendored/"]\n')
+    (project / "vendored").mkdir()
+    result = pre_commit(project, "gpumem-lint", add(project, "vendored/hazard.py", HAZARD))
+    (project / "pyproject.toml").unlink()
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_fix_hook_rewrites_the_file_and_fails_the_commit(project):
     name = add(project, "stale.py", STALE_NOQA)
     result = pre_commit(project, "gpumem-lint-fix", name)
