@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import libcst as cst
+
 from gpumem_lint.context import FileContext
 from gpumem_lint.semantic.boundaries import ProcessModel, StartMethod
+from gpumem_lint.semantic.devices import cuda_names, made_on_cuda, moved_to_cuda
+from gpumem_lint.semantic.flow import ScopeFacts
+from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.processes import Crossing
+from gpumem_lint.semantic.walk import Walker
 from gpumem_lint.target import find_target
 
 
@@ -38,3 +44,47 @@ def start_method_text(method: StartMethod) -> str:
     if method.default:
         return f"the default start method ({method.name} on Linux for the targeted Python)"
     return f"the {method.name} start method"
+
+
+class CudaEvidence:
+    """Whether a crossing hands over a CUDA tensor: made on (or moved to) a CUDA device, or a
+    name moved there in place before (`model.cuda()` then `args=(model,)`)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.imports = ctx.semantic.imports
+        self.names = cuda_names(ctx.module, self.imports)
+        self._moved = {id(f.scope): moved_to_cuda(f.scope.node, self.names, self.imports) for f in ctx.semantic.facts}
+
+    def sends_cuda(self, facts: ScopeFacts, crossing: Crossing) -> bool:
+        sent = (handle for handle in crossing.sent.handles if handle.role is None)
+        if any(made_on_cuda(handle, self.names, self.imports) for handle in sent):
+            return True
+        return bool(_argument_names(crossing.node) & self._moved[id(facts.scope)])
+
+
+def _argument_names(call: cst.Call) -> set[str]:
+    """The names passed in a call, also inside `args=(...)` tuples and lists."""
+    collector = _Names()
+    for arg in call.args:
+        collector.walk(arg.value)
+    return collector.found
+
+
+class _Names(Walker):
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        return False  # `f(model)` inside the arguments passes f's result
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        name = dotted_name(node)
+        if name is not None:
+            self.found.add(name)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.add(node.value)

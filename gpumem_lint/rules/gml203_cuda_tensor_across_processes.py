@@ -3,13 +3,12 @@ from collections.abc import Iterator
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._boundaries import (
+    CudaEvidence,
     crossing_text,
     process_model,
     start_method_text,
 )
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.devices import cuda_names, made_on_cuda
-from gpumem_lint.semantic.processes import Crossing
 
 
 class CudaTensorAcrossProcesses(Rule):
@@ -133,15 +132,11 @@ def main():
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         model = process_model(ctx)
-        imports = ctx.semantic.imports
-        names = cuda_names(ctx.module, imports)
-
-        def on_cuda(crossing: Crossing) -> bool:
-            return any(made_on_cuda(handle, names, imports) for handle in crossing.sent.handles if handle.role is None)
+        on_cuda = CudaEvidence(ctx).sends_cuda
 
         targets = model.targets()
         for facts, crossing in model.crossings():
-            if crossing.kind in ("process", "pool", "executor") and model.start_method(crossing).forks and on_cuda(crossing):
+            if crossing.kind in ("process", "pool", "executor") and model.start_method(crossing).forks and on_cuda(facts, crossing):
                 method = start_method_text(model.start_method(crossing))
                 yield Report(
                     crossing.node,
@@ -153,7 +148,7 @@ def main():
                 crossing.kind in ("queue", "pipe")
                 and id(facts.scope) in targets
                 and crossing not in facts.processes.finished
-                and on_cuda(crossing)
+                and on_cuda(facts, crossing)
             ):
                 yield Report(
                     crossing.node,
@@ -162,3 +157,4 @@ def main():
                     "shared CUDA tensors alive while consumers use them: a consumer that reads after the producer "
                     "exited fails with `CUDA error: invalid resource handle`",
                 )
+

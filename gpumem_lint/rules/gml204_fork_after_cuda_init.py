@@ -4,10 +4,15 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
-from gpumem_lint.rules._boundaries import crossing_text, process_model, start_method_text
+from gpumem_lint.rules._boundaries import (
+    CudaEvidence,
+    crossing_text,
+    process_model,
+    start_method_text,
+)
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import ProcessModel
-from gpumem_lint.semantic.devices import CudaUses, cuda_names, made_on_cuda
+from gpumem_lint.semantic.devices import CudaUses
 from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS
 
@@ -119,12 +124,13 @@ if __name__ == "__main__":
     def check(self, ctx: FileContext) -> Iterator[Report]:
         model = process_model(ctx)
         imports = ctx.semantic.imports
-        names = cuda_names(ctx.module, imports)
+        evidence = CudaEvidence(ctx)
+        names = evidence.names
         reported = set()
         for sender, crossing in model.crossings():
             if crossing.kind not in ("process", "pool", "executor") or not model.start_method(crossing).forks:
                 continue
-            if any(made_on_cuda(h, names, imports) for h in crossing.sent.handles if h.role is None):
+            if evidence.sends_cuda(sender, crossing):
                 continue  # a CUDA tensor handed to the forked child: GML203 says so
             launch = crossing.launcher or crossing.node
             target = model.target_facts(sender, crossing)

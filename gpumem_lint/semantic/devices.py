@@ -4,11 +4,16 @@ of those (`device = torch.device("cuda" if use_cuda else "cpu")` counts: it may 
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.values import Handle
 from gpumem_lint.semantic.walk import Walker
+
+#: Names that hold a CUDA device index by convention: `.to(rank)`, `device=local_rank`, `.cuda(gpu)`.
+_DEVICE_INDEX = re.compile(r"(^|_)(rank|gpu|gpu_id|device_id)$")
 
 
 class CudaNames(Walker):
@@ -19,7 +24,7 @@ class CudaNames(Walker):
         self.names: set[str] = set()
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if is_cuda_device(node.value, self.names, self.imports):
+        if not isinstance(node.value, cst.Integer) and is_cuda_device(node.value, self.names, self.imports):
             for target in node.targets:
                 name = dotted_name(target.target)
                 if name is not None:
@@ -27,7 +32,10 @@ class CudaNames(Walker):
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         name = dotted_name(node.target)
-        if node.value is not None and name is not None and is_cuda_device(node.value, self.names, self.imports):
+        if (
+            node.value is not None and name is not None and not isinstance(node.value, cst.Integer)
+            and is_cuda_device(node.value, self.names, self.imports)
+        ):
             self.names.add(name)
 
 
@@ -38,6 +46,8 @@ def cuda_names(module: cst.Module, imports: ImportTable) -> set[str]:
 
 
 def is_cuda_device(node: cst.BaseExpression, names: set[str], imports: ImportTable) -> bool:
+    if isinstance(node, cst.Integer):
+        return True  # `.to(0)`, `device=1`: a CUDA device index
     if isinstance(node, cst.SimpleString):
         value = node.evaluated_value
         return isinstance(value, str) and value.startswith("cuda")
@@ -49,7 +59,29 @@ def is_cuda_device(node: cst.BaseExpression, names: set[str], imports: ImportTab
     if isinstance(node, cst.Call) and imports.qualify(node.func) == "torch.device" and node.args:
         return is_cuda_device(node.args[0].value, names, imports)
     name = dotted_name(node)
-    return name is not None and name in names
+    return name is not None and (name in names or bool(_DEVICE_INDEX.search(name)))
+
+
+def moved_to_cuda(body: cst.CSTNode, names: set[str], imports: ImportTable) -> set[str]:
+    """Names moved to CUDA in place by a statement: `model.cuda()`, `net.to(device)` (modules
+    move their parameters and return themselves)."""
+    collector = _InPlaceMoves(names, imports)
+    collector.walk(body)
+    return collector.moved
+
+
+class _InPlaceMoves(Walker):
+    def __init__(self, names: set[str], imports: ImportTable) -> None:
+        self.names = names
+        self.imports = imports
+        self.moved: set[str] = set()
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and cuda_call(call, self.names, self.imports):
+            name = dotted_name(call.func.value)
+            if name is not None:
+                self.moved.add(name)
 
 
 def made_on_cuda(handle: Handle, names: set[str], imports: ImportTable) -> bool:
