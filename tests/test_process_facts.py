@@ -1,4 +1,4 @@
-"""Re-measure the process-boundary facts the GML2xx rules rely on (docs/facts.md F11-F16).
+"""Re-measure the process-boundary facts the GML2xx rules rely on (docs/facts.md F11-F17).
 
 CPU facts run here; the CUDA facts (F14, F15) are checked against the recorded GPU run in
 bench/gpu/process_probe.json, and re-measured by tests/gpu/test_process_probe_gpu.py on a GPU.
@@ -71,6 +71,30 @@ def test_f15_recorded_cuda_ipc_lifetime():
     assert any("Producer process has been terminated" in line for line in exited["stderr"])
     alive = RECORDED["producer_drops_reference_alive"]
     assert alive["outcome"] == "read" and alive["mean"] == 3.0
+
+
+def _put_and_exit(queue):
+    queue.put(torch.zeros(2, 2))
+
+
+def _put_and_wait(queue, done):
+    queue.put(torch.ones(2, 2))
+    done.wait()
+
+
+def test_f17_a_cpu_tensor_cannot_be_received_once_its_sender_exited():
+    ctx = multiprocessing.get_context("fork")
+    queue, done = ctx.Queue(), ctx.Event()
+    exited = ctx.Process(target=_put_and_exit, args=(queue,))
+    exited.start()
+    exited.join()
+    with pytest.raises((ConnectionRefusedError, FileNotFoundError)):
+        queue.get(timeout=30)
+    waiting = ctx.Process(target=_put_and_wait, args=(queue, done))
+    waiting.start()
+    assert queue.get(timeout=30).sum().item() == 4.0
+    done.set()
+    waiting.join()
 
 
 class _Counting(torch.utils.data.Dataset):

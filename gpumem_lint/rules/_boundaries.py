@@ -53,13 +53,13 @@ class CudaEvidence:
     def __init__(self, ctx: FileContext) -> None:
         self.imports = ctx.semantic.imports
         self.names = cuda_names(ctx.module, self.imports)
-        self._moved = {id(f.scope): moved_to_cuda(f.scope.node, self.names, self.imports) for f in ctx.semantic.facts}
+        self._moved = {id(f.scope.node): moved_to_cuda(f.scope.node, self.names, self.imports) for f in ctx.semantic.facts}
 
     def sends_cuda(self, facts: ScopeFacts, crossing: Crossing) -> bool:
         sent = (handle for handle in crossing.sent.handles if handle.role is None)
         if any(made_on_cuda(handle, self.names, self.imports) for handle in sent):
             return True
-        return bool(_argument_names(crossing.node) & self._moved[id(facts.scope)])
+        return bool(_argument_names(crossing.node) & self._moved.get(id(facts.scope.node), set()))
 
 
 def _argument_names(call: cst.Call) -> set[str]:

@@ -97,36 +97,40 @@ class ProcessModel:
                 received[name] = value
         if not received:
             return None
-        return Receiver(crossing, sender, self._with_tensor_parameters(facts, received), received)
+        objects = sender.processes.process_objects
+        channels = {
+            name for name, value in received.items()
+            if any(h in objects and objects[h].kind in ("queue", "pipe") for h in value.handles)
+        }
+        return Receiver(crossing, sender, self._reanalysed_with(facts, received, channels), received)
 
     def target_facts(self, sender: ScopeFacts, crossing: Crossing) -> ScopeFacts | None:
         """The facts of the same-module function the crossing runs on the other side."""
         return self._target(sender, crossing.target)
 
-    def targets(self) -> set[int]:
-        """Ids of the scopes that some crossing of this module runs in another process."""
-        found = set()
-        for sender, crossing in self.crossings():
-            facts = self._target(sender, crossing.target)
-            if facts is not None:
-                found.add(id(facts.scope))
-        return found
-
     # ---------------------------------------------------------------- helpers
 
-    def _with_tensor_parameters(self, facts: ScopeFacts, received: dict[str, Value]) -> ScopeFacts:
-        """The target analysed again knowing which parameters the caller fills with tensors:
-        `targets[rank] = -1` is a tensor write only if `targets` is a tensor."""
+    def _reanalysed_with(self, facts: ScopeFacts, received: dict[str, Value], channels: set[str]) -> ScopeFacts:
+        """The target analysed again knowing which parameters the caller fills with tensors
+        (`targets[rank] = -1` is a tensor write only if `targets` is a tensor) and with
+        queues or pipes (`results.put(t)` sends)."""
         scope = facts.scope
         tensors = {name for name, value in received.items() if value.tensor and not value.container}
         missing = tuple(sorted(name for name in tensors if not scope.params.get(name)))
-        if not missing:
+        if not missing and not channels:
             return facts
-        key = (id(scope), missing)
+        key = (id(scope), missing, tuple(sorted(channels)))
         if key not in self._reanalysed:
             params = {name: True if name in missing else tensor for name, tensor in scope.params.items()}
-            self._reanalysed[key] = ScopeAnalyzer(replace(scope, params=params), self.imports).run()
+            analyzer = ScopeAnalyzer(replace(scope, params=params), self.imports)
+            analyzer.channel_parameters = frozenset(channels)
+            self._reanalysed[key] = analyzer.run()
         return self._reanalysed[key]
+
+    def child_facts(self, sender: ScopeFacts, crossing: Crossing) -> ScopeFacts | None:
+        """What the function run on the other side does, knowing what it receives."""
+        receiver = self.receiver(sender, crossing)
+        return receiver.facts if receiver is not None else self._target(sender, crossing.target)
 
     def _target(self, sender: ScopeFacts, target: cst.BaseExpression | None) -> ScopeFacts | None:
         if isinstance(target, cst.Name):

@@ -134,6 +134,8 @@ class ProcessSemantics:
         self._sent_by: dict[Handle, Crossing] = {}
         self._open: list[Crossing] = []
         self._by_node: dict[int, Crossing] = {}  # loops evaluate a call more than once
+        #: Parameters known to receive a queue or pipe end (set by the module-level model).
+        self.channel_parameters: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------- entry points
 
@@ -327,6 +329,8 @@ class ProcessSemantics:
         """`q.put(x)` on a parameter named like a queue, in a module that uses multiprocessing
         and no thread queues."""
         place = dotted_name(receiver)
+        if place in self.channel_parameters:
+            return True
         if place is None or not process_table().queue_parameter.search(place.rsplit(".", 1)[-1]):
             return False
         imports = self.imports

@@ -1,0 +1,160 @@
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._boundaries import CudaEvidence, crossing_text, process_model
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.boundaries import ProcessModel
+from gpumem_lint.semantic.flow import ScopeFacts
+from gpumem_lint.semantic.processes import Crossing
+
+
+class SenderExitsBeforeReceiver(Rule):
+    """
+    ## What it does
+    Flags a function that runs as a child process — the `target` of `Process`, the function
+    of `torch.multiprocessing.spawn`, defined in the same module — that puts a tensor on a
+    queue or pipe and then returns without waiting for the receiver: no `join()`, `wait()`,
+    `get()`, `recv()` or barrier after the `put`. Returning ends the process.
+
+    ## Why is this bad?
+    A tensor on a queue is not the data: it is a handle to memory the sender still owns.
+    For a CPU tensor (the default `file_descriptor` sharing strategy) the receiver's `get()`
+    fetches the file descriptor from the sender, so once the sender has exited `get()` fails
+    with `ConnectionRefusedError` or `FileNotFoundError` ([docs/facts.md](../docs/facts.md)
+    F17, fork and spawn alike). For a CUDA tensor the sender must stay alive for as long as
+    the receiver *uses* it; on an H200 a read after the sender had exited failed with
+    `CUDA error: invalid resource handle`, and the sender printed `Producer process has been
+    terminated before all shared CUDA tensors released` (F15). Whether the receiver wins the
+    race depends on timing, so the program fails intermittently.
+
+    A sender that only drops its reference (`del x`) while staying alive is fine (F15) and
+    is not reported; neither are pool workers, which outlive their tasks.
+
+    ## Example
+    ```python
+    def producer(rank, queue):
+        batch = torch.randn(64, 128)
+        queue.put(batch)
+
+    mp.spawn(producer, args=(queue,), nprocs=4, join=False)
+    ```
+
+    ## Use instead
+    ```python
+    def producer(rank, queue, done):
+        queue.put(torch.randn(64, 128))
+        done.wait()  # the receiver sets it once it has what it needs
+    ```
+
+    ## Fix safety
+    There is no automatic fix. Keep the sender alive until the receiver signals (an `Event`,
+    a reply on another queue), or send plain data (`t.tolist()`, `t.numpy()`) that is
+    copied into the message.
+
+    ## References
+    - [Multiprocessing best practices: reuse buffers passed through a Queue](https://docs.pytorch.org/docs/stable/notes/multiprocessing.html)
+    - [torch.multiprocessing: sharing CUDA tensors](https://docs.pytorch.org/docs/stable/multiprocessing.html#sharing-cuda-tensors)
+    """
+
+    code = "GML209"
+    name = "sender-exits-before-receiver"
+    severity = Severity.ERROR
+    summary = "A child process sends a tensor and exits before the receiver has it"
+    fix_title = "Keep the sending process alive until the receiver signals (`done.wait()`), or send a copy as plain data"
+    triggers = ("multiprocessing",)
+    VALID = (
+        """
+import torch
+import torch.multiprocessing as mp
+
+def producer(rank, queue, done):
+    queue.put(torch.randn(64, 128))
+    done.wait()
+
+def main(queue, done):
+    mp.spawn(producer, args=(queue, done), nprocs=2, join=False)
+""",
+        """
+import torch
+import torch.multiprocessing as mp
+
+def producer(rank, queue):
+    queue.put(torch.randn(64, 128).tolist())
+
+def main(queue):
+    mp.spawn(producer, args=(queue,), nprocs=2, join=False)
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch
+import torch.multiprocessing as mp
+
+def producer(rank, queue):
+    batch = torch.randn(64, 128, device="cuda")
+    queue.put(batch)
+
+def main(queue):
+    mp.spawn(producer, args=(queue,), nprocs=1)
+""",
+            (7,),
+        ),
+        Invalid(
+            """
+import torch
+import multiprocessing as mp
+
+def work(results):
+    results.put(torch.zeros(2, 2))
+
+if __name__ == "__main__":
+    results = mp.Queue()
+    p = mp.Process(target=work, args=(results,))
+    p.start()
+    print(results.get())
+""",
+            (6,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        model = process_model(ctx)
+        evidence = CudaEvidence(ctx)
+        reported = set()
+        for facts, crossing in self._sends_from_children(model):
+            if crossing in facts.processes.finished or not _sends_tensor(crossing) or id(crossing.node) in reported:
+                continue
+            reported.add(id(crossing.node))
+            cuda = evidence.sends_cuda(facts, crossing)
+            consequence = (
+                "a receiver that uses the CUDA tensor after this process exited fails with `CUDA error: invalid "
+                "resource handle`"
+                if cuda
+                else "the receiver's `get()` fetches the tensor's memory from this process, and fails with "
+                "`ConnectionRefusedError` once it has exited"
+            )
+            yield Report(
+                crossing.node,
+                f"{crossing_text(ctx, crossing)} sends a tensor, and `{facts.scope.name}` runs as a child process "
+                f"that then returns without waiting for the receiver: {consequence}",
+            )
+
+
+    @staticmethod
+    def _sends_from_children(model: ProcessModel) -> Iterator[tuple[ScopeFacts, Crossing]]:
+        """The queue and pipe sends of every function run as a whole child process."""
+        for sender, crossing in model.crossings():
+            if crossing.kind not in ("process", "spawn"):
+                continue
+            child = model.child_facts(sender, crossing)
+            if child is None:
+                continue
+            for send in child.processes.crossings:
+                if send.kind in ("queue", "pipe"):
+                    yield child, send
+
+
+def _sends_tensor(crossing: Crossing) -> bool:
+    return crossing.sent.tensor or any(handle.tensor for handle in crossing.sent.handles if handle.role is None)
