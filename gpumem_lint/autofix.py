@@ -38,19 +38,28 @@ class FixOutcome:
     broken: tuple[str, ...] = ()
 
 
-def fix_source(text: str, display: str, rules: Sequence[type[Rule]], *, unsafe: bool) -> FixOutcome:
+def fix_source(
+    text: str, display: str, rules: Sequence[type[Rule]], *, unsafe: bool, dependencies: set[Path] | None = None
+) -> FixOutcome:
+    """`dependencies`, when given, receives the files the final findings depend on."""
     fixed: list[Diagnostic] = []
-    diagnostics = lint_source(text, display, rules)
+    found: set[Path] = set()
+    diagnostics = lint_source(text, display, rules, found)
+    broken: tuple[str, ...] = ()
     for _ in range(MAX_PASSES):
         applied = apply_fixes(text, diagnostics, unsafe=unsafe)
         if not applied.fixed:
             break
         if not parses(applied.text, display):
-            return FixOutcome(text, tuple(fixed), tuple(diagnostics), tuple(d.code for d in applied.fixed))
+            broken = tuple(d.code for d in applied.fixed)
+            break
         text = applied.text
         fixed.extend(applied.fixed)
-        diagnostics = lint_source(text, display, rules)
-    return FixOutcome(text, tuple(fixed), tuple(diagnostics))
+        found = set()
+        diagnostics = lint_source(text, display, rules, found)
+    if dependencies is not None:
+        dependencies |= found
+    return FixOutcome(text, tuple(fixed), tuple(diagnostics), broken)
 
 
 def parses(text: str, display: str) -> bool:

@@ -82,6 +82,8 @@ class Cache:
         """Write the results file atomically; a cache that cannot be written is silently skipped."""
         if not self._changed:
             return
+        # Files deleted since they were linted would otherwise stay in the cache for ever.
+        self._entries = {path: entry for path, entry in self._entries.items() if os.path.exists(path)}
         try:
             _prepare(self.directory)
             self.file.parent.mkdir(parents=True, exist_ok=True)

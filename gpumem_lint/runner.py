@@ -151,21 +151,25 @@ def _lint_or_fix(job: Job, data: bytes | None, digest: str | None, fix: FixMode 
         except (SyntaxError, UnicodeDecodeError, LookupError):
             pass  # not decodable: linting reports it, there is nothing to fix
         else:
-            return _fix_job(job, data, text, rules, fix)
+            return _fix_job(job, data, text, digest, rules, fix)
     dependencies: set[Path] = set()
     diagnostics = lint_bytes(data, job.display, rules, dependencies)
     return FileResult(tuple(diagnostics), dependencies=frozenset(dependencies), digest=digest)
 
 
-def _fix_job(job: Job, data: bytes, text: str, rules, fix: FixMode) -> FileResult:
-    outcome = fix_source(text, job.display, rules, unsafe=fix.unsafe)
-    diff = ""
-    if outcome.text != text:
-        if fix.write:
-            write_atomically(job.path, encode_like(outcome.text, data))
-        else:
-            diff = unified_diff(text, outcome.text, job.display)
-    return FileResult(outcome.remaining, outcome.fixed, diff, outcome.broken)
+def _fix_job(job: Job, data: bytes, text: str, digest: str | None, rules, fix: FixMode) -> FileResult:
+    dependencies: set[Path] = set()
+    outcome = fix_source(text, job.display, rules, unsafe=fix.unsafe, dependencies=dependencies)
+    if outcome.text == text:
+        return FileResult(outcome.remaining, broken=outcome.broken, dependencies=frozenset(dependencies), digest=digest)
+    if not fix.write:
+        return FileResult(outcome.remaining, outcome.fixed, unified_diff(text, outcome.text, job.display), outcome.broken)
+    written = encode_like(outcome.text, data)
+    write_atomically(job.path, written)
+    # What remains describes the new content: cache it under that content's hash.
+    return FileResult(
+        outcome.remaining, outcome.fixed, "", outcome.broken, frozenset(dependencies), content_hash(written)
+    )
 
 
 def unified_diff(before: str, after: str, display: str) -> str:

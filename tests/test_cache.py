@@ -133,3 +133,11 @@ def test_an_entry_is_stale_when_a_dependency_changes(tmp_path):
     assert Cache(tmp_path / "cache", tmp_path).lookup(tmp_path / "a.py", "a.py", digest, ("GML106",)) is None
     dependency.unlink()
     assert Cache(tmp_path / "cache", tmp_path).lookup(tmp_path / "a.py", "a.py", digest, ("GML106",)) is None
+
+
+def test_a_fix_run_leaves_the_cache_warm_for_the_fixed_content(capsys, tmp_path, linted):
+    run(capsys, "--fix", "--unsafe-fixes", ".")
+    assert "numpy().copy()" in (tmp_path / "a.py").read_text()
+    linted.clear()
+    code, out = run(capsys, ".")
+    assert (code, out.strip(), linted) == (0, "[]", [])

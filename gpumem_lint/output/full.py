@@ -20,7 +20,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
-from gpumem_lint.diagnostics import Diagnostic
+from gpumem_lint.diagnostics import Applicability, Diagnostic, Fix
 from gpumem_lint.engine import decode_source
 from gpumem_lint.output.concise import header, printable
 
@@ -43,7 +43,17 @@ def render(
             console.print(code_frame(diagnostic, lines))
         if diagnostic.help:
             console.print(Text.assemble(("help", "bold cyan"), ": ", printable(diagnostic.help)))
+        if diagnostic.fix is not None:
+            console.print(Text.assemble(("fix", "bold cyan"), ": ", printable(fix_line(diagnostic.fix))))
         console.print()
+
+
+def fix_line(fix: Fix) -> str:
+    """What the fix does and how to apply it; unsafe fixes say why they need opting in."""
+    what = fix.title or "available"
+    if fix.applicability is Applicability.SAFE:
+        return f"{what} (safe: `--fix`)"
+    return f"{what} (unsafe, may change behaviour or memory use: `--fix --unsafe-fixes`)"
 
 
 def code_frame(diagnostic: Diagnostic, lines: list[str]) -> Text:
