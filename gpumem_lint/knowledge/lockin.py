@@ -50,6 +50,8 @@ class Variable:
     effect: str
     remedy: str
     value: re.Pattern[str] | None
+    reread_by: tuple[str, ...]  # later events that read the variable again (a new process group)
+    api: frozenset[str]  # calls that set the same thing at run time: a file using them knows
     versions: tuple[str, ...]
     citation: str
 
@@ -111,6 +113,8 @@ def lockin_table() -> LockinTable:
             effect=row["effect"],
             remedy=row["remedy"],
             value=re.compile(row["value"]) if "value" in row else None,
+            reread_by=tuple(row.get("reread_by", ())),
+            api=frozenset(row.get("api", ())),
             versions=tuple(row["versions"]),
             citation=row["citation"],
         )

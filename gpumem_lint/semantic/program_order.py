@@ -33,7 +33,7 @@ API (for rules; build through `ctx.program_order`, cached per file):
     # -> Site(event="first_allocation", call="model.cuda()", line=12, file="train.py", via=None)
     #    or None. `node` is a Call or a small statement (Assign, AugAssign, Del, Expr, ...).
     #    CUDA_INIT_EVENTS (= every event that runs cuInit) is what a fork-after-CUDA rule asks for.
-    order.first_event_after(node, {"process_launch"})   # same, for steps after the node
+    order.first_event_after(node, {"process_launch"}, reached=True)   # after the node, in code it reaches
     order.executed(node)                                 # does any timeline reach the node?
 
 `Site.via` names the import that ran a call of another module ("`import utils` at line 2"),
@@ -185,9 +185,13 @@ class ProgramOrder:
         """The earliest step causing one of `events` that runs before `node` on some path."""
         return self._first(node, events, before=True)
 
-    def first_event_after(self, node: cst.CSTNode, events: Collection[str]) -> Site | None:
-        """The earliest step causing one of `events` that runs after `node` on some path."""
-        return self._first(node, events, before=False)
+    def first_event_after(self, node: cst.CSTNode, events: Collection[str], reached: bool = False) -> Site | None:
+        """The earliest step causing one of `events` that runs after `node` on some path.
+
+        With `reached=True`, only steps the node's own code reaches count: the rest of its function
+        (and what that calls), or of the module run as a script — not every function of the module
+        that might be called after the module-level node ran."""
+        return self._first(node, events, before=False, reached=reached)
 
     def executed(self, node: cst.CSTNode) -> bool:
         return id(node) in self._occurrences()
@@ -197,11 +201,13 @@ class ProgramOrder:
         steps = self._import_steps()
         return [self._site(step) for step in steps if step.event is not None]
 
-    def _first(self, node: cst.CSTNode, events: Collection[str], before: bool) -> Site | None:
+    def _first(self, node: cst.CSTNode, events: Collection[str], before: bool, reached: bool = False) -> Site | None:
         wanted = frozenset(events)
         best: tuple[int, Step] | None = None
         timelines = self._timelines_built()
         for timeline_index, position in self._occurrences().get(id(node), ()):
+            if reached and timeline_index > 0 and position < len(self._import_steps()):
+                continue  # the module-level prefix of a function's timeline
             timeline = timelines[timeline_index]
             target = timeline[position]
             for index, step in enumerate(timeline):

@@ -1,0 +1,134 @@
+"""What the GML3xx rules share: environment writes made after the event that locks the variable.
+
+A rule names its code; the lock-in table (`knowledge/lockin.toml`) says which variables are its,
+which event locks each, and what a late write does. A write is reported when, on some path, the
+locking event ran before it (`ctx.program_order`), unless a process is started after it: then the
+variable is for the children, which read their environment afresh (a launcher).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.knowledge.lockin import Variable, lockin_table
+from gpumem_lint.rules.base import Report
+from gpumem_lint.semantic.env_writes import (
+    EnvWrite,
+    env_writes,
+    module_string_constants,
+    string_value,
+)
+from gpumem_lint.semantic.program_order import LAUNCH, Site
+from gpumem_lint.semantic.walk import Walker
+
+#: Every GML3xx rule looks for an environment write first.
+ENV_TRIGGERS = ("environ", "putenv")
+
+_CONSEQUENCE = {
+    "fatal": "makes the program crash",
+    "inconsistent": "is only half applied",
+    "ignored": "has no effect",
+}
+
+
+def late_env_writes(ctx: FileContext, code: str) -> Iterator[Report]:
+    table = lockin_table()
+    candidates = [
+        (write, rows) for write in _writes(ctx) if (rows := _applicable(table.rows_for(write.name, code), write))
+    ]
+    if not candidates:
+        return
+    order = ctx.program_order
+    for write, rows in candidates:
+        for row in rows:
+            site = order.first_event_before(write.node, table.events_implying(row.event))
+            if site is None:
+                continue
+            if not _read_again(order, write, row, ctx):
+                yield Report(write.node, message(write, row, site))
+            break
+
+
+def _read_again(order, write: EnvWrite, row: Variable, ctx: FileContext) -> bool:
+    """Whether the value written still reaches a reader: a process started after the write (it reads
+    its environment afresh), a later event that reads the variable again (a new process group), or
+    the file also sets the same thing through the API (the variable is then for other readers)."""
+    table = lockin_table()
+    if order.first_event_after(write.node, {LAUNCH}, reached=True):
+        return True
+    rereaders = frozenset().union(*(table.events_implying(event) for event in row.reread_by))
+    if rereaders and order.first_event_after(write.node, rereaders, reached=True):
+        return True
+    return bool(row.api) and any(name in row.api for name in _called_names(ctx, order))
+
+
+def message(write: EnvWrite, row: Variable, site: Site) -> str:
+    event = lockin_table().events.get(site.event)
+    phrase = event.phrase if event else "it was read"
+    verb = "removed" if write.value is None and _is_removal(write.node) else "set"
+    return (
+        f"`{write.name}` {verb} here {_CONSEQUENCE[row.consequence]}: {phrase} by `{site.call}` at {site.where()}, "
+        f"and {row.effect}. Instead, {row.remedy}"
+    )
+
+
+def _is_removal(node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.Del):
+        return True
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in {
+        "pop", "unsetenv", "__delitem__"
+    }
+
+
+def _applicable(rows: list[Variable], write: EnvWrite) -> list[Variable]:
+    """Rows restricted to some values (the allocator backend) apply to writes of a matching literal."""
+    value = string_value(write.value)
+    return [row for row in rows if row.value is None or (value is not None and row.value.search(value))]
+
+
+def _called_names(ctx: FileContext, order) -> set[str]:
+    collector = _CallNames(order.imports)
+    collector.walk(ctx.module)
+    return collector.names
+
+
+class _CallNames(Walker):
+    def __init__(self, imports) -> None:
+        self.imports = imports
+        self.names: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.imports.qualify(node.func)
+        if name is not None:
+            self.names.add(name)
+
+
+def _writes(ctx: FileContext) -> list[EnvWrite]:
+    collector = _WriteCollector(ctx)
+    collector.walk(ctx.module)
+    return collector.writes
+
+
+class _WriteCollector(Walker):
+    def __init__(self, ctx: FileContext) -> None:
+        self.imports = ctx.program_order.imports
+        self.constants = module_string_constants(ctx.module)
+        self.writes: list[EnvWrite] = []
+
+    def _add(self, node: cst.CSTNode) -> None:
+        self.writes.extend(env_writes(node, self.imports, self.constants))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._add(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._add(node)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._add(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._add(node)

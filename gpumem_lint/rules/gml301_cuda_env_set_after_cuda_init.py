@@ -1,0 +1,143 @@
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, late_env_writes
+from gpumem_lint.rules.base import Invalid, Report, Rule
+
+
+class CudaEnvSetAfterCudaInit(Rule):
+    """
+    ## What it does
+    Flags a write to `CUDA_VISIBLE_DEVICES`, `CUDA_DEVICE_ORDER` (or ROCm's
+    `HIP_VISIBLE_DEVICES`/`ROCR_VISIBLE_DEVICES`) after the CUDA driver was initialised, and to
+    `CUDA_LAUNCH_BLOCKING` after a CUDA context was created, on some path through the program:
+    in the same function, in a function it called first, at module level, or when a first-party
+    module it imports ran CUDA code at import time.
+
+    The driver initialises earlier than most code expects: `torch.cuda.is_available()`,
+    `get_arch_list()`, `GradScaler("cuda")` and `autocast("cuda")` all run `cuInit`;
+    `torch.device("cuda")`, `torch.cuda.device_count()` (NVML), `is_initialized()` and
+    `manual_seed` do not. Writes before `import torch`, right after it, or before any such call
+    are fine, as is a launcher that starts processes after the write (the children read their
+    environment afresh).
+
+    ## Why is this bad?
+    The driver enumerates devices once, at `cuInit`. Measured on an H200 with torch 2.11
+    (`bench/gpu/lockin_probe.json`, [lock-in table](../gpumem_lint/knowledge/lockin.toml)):
+    setting `CUDA_VISIBLE_DEVICES=""` after `is_available()`, `set_device(0)` or the first
+    allocation leaves `torch.cuda.device_count()` at 0 while allocations still succeed on the
+    old device — torch and CUDA disagree; after `get_device_properties(0)` the write is simply
+    ignored. `CUDA_LAUNCH_BLOCKING=1` set after the context exists leaves launches asynchronous
+    (0.6 ms instead of 700 ms for a 10⁹-cycle kernel), so the error you were chasing is still
+    reported at the wrong line.
+
+    ## Known problems
+    The order is followed through calls to functions and methods of the same file, constructors
+    of its classes, and first-party imports (inside the project root, three imports deep), not
+    through calls into other modules' functions. `.to(x)` and `device=x` count as allocations
+    when `x` reads as a CUDA device (`"cuda"`, `"cuda:0"`, a name containing `device`, `cuda`,
+    `gpu` or `rank`).
+
+    ## Example
+    ```python
+    import os
+    import torch
+
+    def main(args):
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        os.environ["CUDA_VISIBLE_DEVICES"] = args.gpus
+        model = Net().to(device)
+    ```
+
+    ## Use instead
+    ```python
+    import os
+    import torch
+
+    def main(args):
+        os.environ["CUDA_VISIBLE_DEVICES"] = args.gpus  # before the first CUDA call
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        model = Net().to(device)
+    ```
+    or set it in the launcher (`CUDA_VISIBLE_DEVICES=0,1 python train.py`), or pick the device
+    with `torch.cuda.set_device(i)`.
+
+    ## Fix safety
+    There is no automatic fix: moving the write changes which devices the earlier calls see.
+
+    ## References
+    - [CUDA environment variables](https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/environment-variables.html)
+    - [`torch.cuda.is_available`](https://docs.pytorch.org/docs/stable/generated/torch.cuda.is_available.html) (`PYTORCH_NVML_BASED_CUDA_CHECK`)
+    - The lock-in table, [`gpumem_lint/knowledge/lockin.toml`](../gpumem_lint/knowledge/lockin.toml), and its measurement, [`bench/gpu/lockin_probe.json`](../bench/gpu/lockin_probe.json)
+    """
+
+    code = "GML301"
+    name = "cuda-env-set-after-cuda-init"
+    severity = Severity.ERROR
+    summary = "CUDA device variable set after the CUDA driver was initialised"
+    fix_title = "Set it before the first CUDA call or in the launcher; pick a device with `torch.cuda.set_device(i)`"
+    triggers = ENV_TRIGGERS
+    VALID = (
+        """
+import os
+import torch
+
+os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+""",
+        """
+import os
+import torch
+
+n = torch.cuda.device_count()  # NVML: the driver is not initialised
+os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(n // 2))
+""",
+        """
+import os
+import subprocess
+import torch
+
+if torch.cuda.is_available():
+    for rank in range(4):
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(rank)
+        subprocess.Popen(["python", "worker.py"])  # the child reads its own environment
+""",
+        """
+import os
+import torch
+
+print(os.environ.get("CUDA_VISIBLE_DEVICES"), torch.cuda.is_available())
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import os
+import torch
+
+def main(args):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    os.environ["CUDA_VISIBLE_DEVICES"] = args.gpus
+    model = Net().to(device)
+""",
+            (7,),
+        ),
+        Invalid(
+            """
+import os
+import torch
+
+def setup(rank):
+    torch.cuda.set_device(rank)
+
+if __name__ == "__main__":
+    setup(0)
+    os.environ["CUDA_LAUNCH_BLOCKING"] = "1"
+""",
+            (10,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        return late_env_writes(ctx, self.code)

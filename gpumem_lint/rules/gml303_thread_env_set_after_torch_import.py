@@ -1,0 +1,101 @@
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, late_env_writes
+from gpumem_lint.rules.base import Invalid, Report, Rule
+
+
+class ThreadEnvSetAfterTorchImport(Rule):
+    """
+    ## What it does
+    Flags a write to `OMP_NUM_THREADS` or `MKL_NUM_THREADS` after `import torch` (or of a
+    library that imports it: torchvision, lightning, timm, accelerate, ... or a first-party
+    module that does), when no process is started after the write.
+
+    ## Why is this bad?
+    torch sizes its intra-op thread pool from these variables when it is imported. Measured
+    on the GPU machine (`bench/gpu/lockin_probe.json`): `OMP_NUM_THREADS=1` set before
+    `import torch` gives 1 thread; set after it, `torch.get_num_threads()` stays 16. Data-loader
+    workers or co-located jobs then oversubscribe the cores the write was meant to protect.
+
+    A launcher that writes the variable and then starts processes is not flagged: the children
+    read it at their own `import torch`.
+
+    ## Example
+    ```python
+    import os
+    import torch
+
+    os.environ["OMP_NUM_THREADS"] = "1"
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    torch.set_num_threads(1)
+    ```
+    or set the variable before `import torch`, or in the launcher.
+
+    ## Fix safety
+    There is no automatic fix: `torch.set_num_threads` does not change what other libraries
+    (numpy's BLAS) read from the variable.
+
+    ## References
+    - [`torch.set_num_threads`](https://docs.pytorch.org/docs/stable/generated/torch.set_num_threads.html)
+    - [CPU threading and TorchScript inference](https://docs.pytorch.org/docs/stable/notes/cpu_threading_torchscript_inference.html)
+    - The lock-in table, [`gpumem_lint/knowledge/lockin.toml`](../gpumem_lint/knowledge/lockin.toml)
+    """
+
+    code = "GML303"
+    name = "thread-env-set-after-torch-import"
+    severity = Severity.WARNING
+    summary = "Thread-count variable set after torch sized its thread pool"
+    fix_title = "Call `torch.set_num_threads(n)`, or set the variable before `import torch` or in the launcher"
+    triggers = ENV_TRIGGERS
+    VALID = (
+        """
+import os
+os.environ["OMP_NUM_THREADS"] = "1"
+import torch
+""",
+        """
+import os
+import subprocess
+import torch
+
+os.environ["OMP_NUM_THREADS"] = "4"
+subprocess.run(["torchrun", "--nproc-per-node=2", "train.py"], check=True)
+""",
+        """
+import os
+import numpy as np
+
+os.environ["OMP_NUM_THREADS"] = "1"
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import os
+import torch
+
+os.environ["OMP_NUM_THREADS"] = "1"
+""",
+            (5,),
+        ),
+        Invalid(
+            """
+import os
+import torchvision
+
+def configure(threads):
+    os.environ.update({"MKL_NUM_THREADS": str(threads)})
+""",
+            (6,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        return late_env_writes(ctx, self.code)

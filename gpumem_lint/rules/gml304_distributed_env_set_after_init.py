@@ -1,0 +1,91 @@
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, late_env_writes
+from gpumem_lint.rules.base import Invalid, Report, Rule
+
+
+class DistributedEnvSetAfterInit(Rule):
+    """
+    ## What it does
+    Flags a write to a variable the distributed runtime has already read: `NCCL_*` after the
+    first collective (the NCCL communicator exists), `TORCH_NCCL_*` and the env:// rendezvous
+    variables (`MASTER_ADDR`, `MASTER_PORT`, `RANK`, `WORLD_SIZE`) after `init_process_group`.
+
+    ## Why is this bad?
+    NCCL reads its environment once per process, when it creates the first communicator.
+    Measured on the GPU machine (`bench/gpu/lockin_probe.json`): `NCCL_DEBUG=INFO` set after
+    `init_process_group` and before the first `all_reduce` printed 177 INFO lines; set after the
+    first `all_reduce`, none — not even for a new `new_group` communicator. The rendezvous
+    variables are read inside `init_process_group`; the group is formed by then.
+
+    ## Example
+    ```python
+    dist.init_process_group("nccl")
+    dist.barrier()
+    os.environ["NCCL_DEBUG"] = "INFO"
+    ```
+
+    ## Use instead
+    ```python
+    os.environ["NCCL_DEBUG"] = "INFO"
+    dist.init_process_group("nccl")
+    dist.barrier()
+    ```
+    or set it in the launcher (`NCCL_DEBUG=INFO torchrun ...`).
+
+    ## Fix safety
+    There is no automatic fix.
+
+    ## References
+    - [NCCL environment variables](https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html)
+    - [`init_process_group`](https://docs.pytorch.org/docs/stable/distributed.html#torch.distributed.init_process_group)
+    - The lock-in table, [`gpumem_lint/knowledge/lockin.toml`](../gpumem_lint/knowledge/lockin.toml)
+    """
+
+    code = "GML304"
+    name = "distributed-env-set-after-init"
+    severity = Severity.WARNING
+    summary = "NCCL or rendezvous variable set after the distributed runtime read it"
+    fix_title = "Set it before `init_process_group` (or in the launcher)"
+    triggers = ENV_TRIGGERS
+    VALID = (
+        """
+import os
+import torch.distributed as dist
+
+os.environ["MASTER_ADDR"] = "localhost"
+os.environ["MASTER_PORT"] = "29500"
+dist.init_process_group("nccl", rank=0, world_size=1)
+os.environ["NCCL_DEBUG"] = "INFO"  # the communicator is created at the first collective
+dist.barrier()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import os
+import torch.distributed as dist
+
+dist.init_process_group("nccl")
+dist.barrier()
+os.environ["NCCL_DEBUG"] = "INFO"
+""",
+            (7,),
+        ),
+        Invalid(
+            """
+import os
+import torch.distributed as dist
+
+def setup(rank, world_size):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    os.environ["MASTER_PORT"] = "29501"
+""",
+            (7,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        return late_env_writes(ctx, self.code)
