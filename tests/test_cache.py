@@ -10,6 +10,7 @@ from gpumem_lint import runner
 from gpumem_lint.cache import Cache, content_hash
 from gpumem_lint.cli import main
 from gpumem_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Severity
+from gpumem_lint.rules import RULES_BY_CODE
 
 HAZARD = """import torch
 
@@ -141,3 +142,15 @@ def test_a_fix_run_leaves_the_cache_warm_for_the_fixed_content(capsys, tmp_path,
     linted.clear()
     code, out = run(capsys, ".")
     assert (code, out.strip(), linted) == (0, "[]", [])
+
+
+@pytest.mark.skipif("GML301" not in RULES_BY_CODE, reason="needs a rule that follows first-party imports (GML3xx)")
+def test_a_file_is_linted_again_when_a_module_it_imports_changes(capsys, tmp_path, linted):
+    (tmp_path / "helpers.py").write_text("import torch\n\ntorch.cuda.init()\n")
+    (tmp_path / "main.py").write_text('import os\n\nimport helpers\n\nos.environ["CUDA_VISIBLE_DEVICES"] = "1"\n')
+    _, before = run(capsys, "main.py")
+    assert "GML301" in before
+    (tmp_path / "helpers.py").write_text("import os\n")
+    linted.clear()
+    _, after = run(capsys, "main.py")
+    assert (linted, after.strip()) == (["main.py"], "[]")
