@@ -13,7 +13,7 @@ from gpumem_lint.diagnostics import Diagnostic
 
 
 def diagnostic_to_dict(diagnostic: Diagnostic) -> dict[str, Any]:
-    return {
+    entry = {
         "code": diagnostic.code,
         "name": diagnostic.name,
         "message": diagnostic.message,
@@ -26,6 +26,14 @@ def diagnostic_to_dict(diagnostic: Diagnostic) -> dict[str, Any]:
         # Rule pages are not published at a URL yet.
         "url": None,
     }
+    if diagnostic.source is not None:  # `gpumem-lint trace` findings: how the run bore them out
+        entry["source"] = diagnostic.source
+        entry["status"] = diagnostic.status
+        entry["related"] = [
+            {"filename": r.path, "location": {"row": r.start.row, "column": r.start.column}, "message": r.message}
+            for r in diagnostic.related
+        ]
+    return entry
 
 
 def fix_to_dict(diagnostic: Diagnostic) -> dict[str, Any] | None:

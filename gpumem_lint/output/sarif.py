@@ -124,6 +124,19 @@ def _result(diagnostic: Diagnostic, fingerprint: str) -> dict[str, Any]:
     }
     if diagnostic.code in _RULE_INDEX:
         result["ruleIndex"] = _RULE_INDEX[diagnostic.code]
+    if diagnostic.source is not None:  # `gpumem-lint trace`: the run's other locations and its verdict
+        result["relatedLocations"] = [
+            {
+                "id": index,
+                "physicalLocation": {
+                    "artifactLocation": _artifact(related.path),
+                    "region": {"startLine": related.start.row, "startColumn": related.start.column},
+                },
+                "message": {"text": related.message},
+            }
+            for index, related in enumerate(diagnostic.related)
+        ]
+        result["properties"] = {"source": diagnostic.source, "status": diagnostic.status}
     if diagnostic.fix is not None:
         result["fixes"] = [
             {

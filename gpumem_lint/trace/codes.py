@@ -8,6 +8,7 @@ CODES = {
     "state-dict": "GML102",  # state_dict() snapshot overwritten, then read
     "alias-write": "GML103",  # .detach()/.data/view alias read after a write through another tensor
     "numpy": "GML106",  # from_numpy tensor read after its array was rewritten
-    "process-boundary": "GML103",  # write after the storage was sent to another process
-    "fork-after-cuda": "GML301",  # fork after the CUDA driver was initialised, CUDA then used in the child
+    "process-boundary": "GML201",  # write-after-send: written after it was sent to another process
+    "receiver-write": "GML202",  # a child writes a tensor its parent sent
+    "fork-after-cuda": "GML204",  # fork after the CUDA driver was initialised, CUDA then used in the child
 }

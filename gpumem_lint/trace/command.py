@@ -51,6 +51,15 @@ def run_trace(options: TraceOptions) -> None:
 
     records = Path(tempfile.mkdtemp(prefix="gpumem-lint-trace-"))
     session = Session(records, max_ops=options.max_ops, max_seconds=options.max_seconds)
+
+    def report_at_os_exit(code: int) -> int:
+        session.stop()
+        observed = _report(session, options)
+        shutil.rmtree(records, ignore_errors=True)
+        sys.stderr.flush()  # not stdout: what the program left unflushed is lost, as under python
+        return code or (1 if observed else 0)
+
+    session.on_os_exit = report_at_os_exit
     session.install()
     if options.module is not None:
         outcome = launcher.run_module(options.module, options.args)

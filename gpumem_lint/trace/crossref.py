@@ -10,6 +10,7 @@ The static pass covers the script and every first-party module that was imported
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -64,7 +65,8 @@ def cross_reference(
     seen: set[tuple[str, int]],
     selected: frozenset[str],
 ) -> list[Diagnostic]:
-    observed = [f for f in findings if f.code in selected and not _suppressed(f)]
+    # A code no landed rule owns yet (a family still being written) is reported rather than dropped.
+    observed = [f for f in findings if (f.code in selected or f.code not in RULES_BY_CODE) and not _suppressed(f)]
     by_line: dict[tuple[str, int, str], Diagnostic] = {
         (_absolute(d.path), d.start.row, d.code): d for d in static
     }
@@ -94,11 +96,45 @@ def cross_reference(
 
 
 def _match(finding: Finding, by_line) -> tuple[str, int, str] | None:
-    for site in _sites(finding):
+    """The static finding at one of the run's lines; else one with the same code in the same function (a
+    numpy-side write, for one, is never seen at run time, so its line cannot be)."""
+    sites = _sites(finding)
+    for site in sites:
         key = (os.path.realpath(site.path), site.line, finding.code)
         if key in by_line:
             return key
+    scopes = {(os.path.realpath(site.path), _scope(site.path, site.line)) for site in sites}
+    for key in by_line:
+        path, line, code = key
+        if code == finding.code and (path, _scope(path, line)) in scopes:
+            return key
     return None
+
+
+def _scope(path: str, line: int) -> tuple[int, int]:
+    """The line span of the innermost function around `line` ((0, 0) at module level)."""
+    best = (0, 0)
+    for start, end in _function_spans(path):
+        if start <= line <= end and start >= best[0]:
+            best = (start, end)
+    return best
+
+
+_SPANS: dict[str, list[tuple[int, int]]] = {}
+
+
+def _function_spans(path: str) -> list[tuple[int, int]]:
+    if path not in _SPANS:
+        try:
+            tree = ast.parse("\n".join(_source_lines(path)))
+        except (SyntaxError, ValueError):
+            tree = None
+        _SPANS[path] = [
+            (node.lineno, node.end_lineno or node.lineno)
+            for node in (ast.walk(tree) if tree else ())
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+    return _SPANS[path]
 
 
 def _sites(finding: Finding) -> list[Site]:

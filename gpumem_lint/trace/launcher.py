@@ -108,6 +108,11 @@ def _launcher_dirs() -> tuple[str, ...]:
     return tuple(str(Path(m.__file__).resolve().parent) + os.sep for m in modules if m and m.__file__)
 
 
+def _torch_dir() -> str:
+    torch = sys.modules.get("torch")
+    return str(Path(torch.__file__).resolve().parent) + os.sep if torch and torch.__file__ else "\0"
+
+
 def _strip_own_frames(error: BaseException | None, seen: set[int]) -> None:
     """Remove the launcher's and the tracer's frames, so the traceback reads as it would without `trace`."""
     if error is None or id(error) in seen:
@@ -116,11 +121,14 @@ def _strip_own_frames(error: BaseException | None, seen: set[int]) -> None:
     entries = []
     tb = error.__traceback__
     leading = True
+    after_own = False  # the torch frames the tracer's hook called into (OpOverload.__call__) go with it
     while tb is not None:
         filename = os.path.realpath(tb.tb_frame.f_code.co_filename)
         own = filename.startswith(_launcher_dirs() if leading else _TRACE_DIR)
-        if not own:
-            leading = False
+        if own or (after_own and filename.startswith(_torch_dir())):
+            after_own = after_own or not leading
+        else:
+            leading = after_own = False
             entries.append(tb)
         tb = tb.tb_next
     for first, second in zip(entries, entries[1:]):

@@ -34,13 +34,16 @@ class OpInfo:
     only_when: tuple[int, str] | None = None
 
 
-_CACHE: dict[object, OpInfo] = {}
+#: Keyed by id(): OpOverload.__hash__ is Python code, and overloads live as long as torch (never reused ids).
+_CACHE: dict[int, OpInfo] = {}
+_KEPT: list = []  # the analysed overloads themselves, so that no id in _CACHE can be reused
 
 
 def op_info(func) -> OpInfo:
-    info = _CACHE.get(func)
+    info = _CACHE.get(id(func))
     if info is None:
-        info = _CACHE[func] = _analyse(func)
+        info = _CACHE[id(func)] = _analyse(func)
+        _KEPT.append(func)
     return info
 
 

@@ -9,6 +9,7 @@ tracing (fail open) and never changes what the program sees.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 import multiprocessing.queues
 import multiprocessing.reduction
 
@@ -17,14 +18,29 @@ import torch
 from gpumem_lint.trace.tracker import Tracker, _storage_id
 
 
-def install(tracker: Tracker, environment) -> None:
-    _track_data_attribute(tracker)
-    _track_from_numpy(tracker)
-    _track_state_dict(tracker)
-    _track_optimizer_steps(tracker)
-    _track_torch_save(tracker)
-    _track_process_crossings(tracker)
-    _track_cuda_events(tracker, environment)
+def install(tracker: Tracker, environment) -> Callable[[], None]:
+    """Install every hook; returns the function that puts the originals back."""
+    undo: list[Callable[[], None]] = []
+    _track_data_attribute(tracker, undo)
+    _track_from_numpy(tracker, undo)
+    _track_state_dict(tracker, undo)
+    _track_optimizer_steps(tracker, undo)
+    _track_torch_save(tracker, undo)
+    _track_process_crossings(tracker, undo)
+    _track_cuda_events(environment, undo)
+
+    def uninstall() -> None:
+        for step in reversed(undo):
+            step()
+
+    return uninstall
+
+
+def _replace(owner, name: str, value, undo: list) -> None:
+    original = owner.__dict__[name] if isinstance(owner, type) and name in owner.__dict__ else getattr(owner, name)
+    had_own = not isinstance(owner, type) or name in owner.__dict__
+    setattr(owner, name, value)
+    undo.append(lambda: setattr(owner, name, original) if had_own else delattr(owner, name))
 
 
 def _guarded(tracker: Tracker, record) -> None:
@@ -34,25 +50,28 @@ def _guarded(tracker: Tracker, record) -> None:
         tracker.fail(error)
 
 
-def _track_data_attribute(tracker: Tracker) -> None:
+def _track_data_attribute(tracker: Tracker, undo: list) -> None:
     descriptor = torch._C.TensorBase.data
 
     def get_data(self):
         tracker.next_detach_kind = "data"
         try:
-            return descriptor.__get__(self)
+            result = descriptor.__get__(self)
         finally:
             tracker.next_detach_kind = None
+        if tracker.active:
+            _guarded(tracker, lambda: tracker.on_data_taken(self, result))
+        return result
 
     def set_data(self, value):
         descriptor.__set__(self, value)
         if tracker.active:
             _guarded(tracker, lambda: tracker.on_data_assigned(self))
 
-    torch.Tensor.data = property(get_data, set_data, doc=descriptor.__doc__)
+    _replace(torch.Tensor, "data", property(get_data, set_data, doc=descriptor.__doc__), undo)
 
 
-def _track_from_numpy(tracker: Tracker) -> None:
+def _track_from_numpy(tracker: Tracker, undo: list) -> None:
     original = torch.from_numpy
 
     @functools.wraps(original)
@@ -62,10 +81,10 @@ def _track_from_numpy(tracker: Tracker) -> None:
             _guarded(tracker, lambda: tracker.on_from_numpy(array, tensor))
         return tensor
 
-    torch.from_numpy = from_numpy
+    _replace(torch, "from_numpy", from_numpy, undo)
 
 
-def _track_state_dict(tracker: Tracker) -> None:
+def _track_state_dict(tracker: Tracker, undo: list) -> None:
     original = torch.nn.Module.state_dict
 
     @functools.wraps(original)
@@ -76,10 +95,10 @@ def _track_state_dict(tracker: Tracker) -> None:
         finally:
             tracker.state_dict_depth -= 1
 
-    torch.nn.Module.state_dict = state_dict
+    _replace(torch.nn.Module, "state_dict", state_dict, undo)
 
 
-def _track_optimizer_steps(tracker: Tracker) -> None:
+def _track_optimizer_steps(tracker: Tracker, undo: list) -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
     def pre(optimizer, args, kwargs):
@@ -88,11 +107,11 @@ def _track_optimizer_steps(tracker: Tracker) -> None:
     def post(optimizer, args, kwargs):
         tracker.optimizer_depth = 0
 
-    register_optimizer_step_pre_hook(pre)
-    register_optimizer_step_post_hook(post)
+    for handle in (register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)):
+        undo.append(handle.remove)
 
 
-def _track_torch_save(tracker: Tracker) -> None:
+def _track_torch_save(tracker: Tracker, undo: list) -> None:
     """`torch.save` reads tensors without dispatching: it counts as a read of every tensor it writes out."""
     original = torch.save
 
@@ -102,15 +121,21 @@ def _track_torch_save(tracker: Tracker) -> None:
             _guarded(tracker, lambda: tracker.on_serialized(_tensors_in(obj)))
         return original(obj, *args, **kwargs)
 
-    torch.save = save
+    _replace(torch, "save", save, undo)
 
 
-def _track_process_crossings(tracker: Tracker) -> None:
+def _track_process_crossings(tracker: Tracker, undo: list) -> None:
     reducers = multiprocessing.reduction.ForkingPickler._extra_reducers
     for cls in (torch.Tensor, torch.nn.Parameter):
         original = reducers.get(cls)
         if original is not None:
             reducers[cls] = _crossing_reducer(tracker, original)
+            undo.append(functools.partial(reducers.__setitem__, cls, original))
+
+    from torch.multiprocessing import reductions
+
+    for name in ("rebuild_tensor", "rebuild_cuda_tensor"):
+        _replace(reductions, name, _receiving_rebuild(tracker, getattr(reductions, name)), undo)
 
     original_put = multiprocessing.queues.Queue.put
 
@@ -121,7 +146,7 @@ def _track_process_crossings(tracker: Tracker) -> None:
             _guarded(tracker, lambda: tracker.on_crossing(_tensors_in(obj), tracker.sites.user_site()))
         return original_put(self, obj, *args, **kwargs)
 
-    multiprocessing.queues.Queue.put = put
+    _replace(multiprocessing.queues.Queue, "put", put, undo)
 
     original_share = torch.Tensor.share_memory_
 
@@ -132,7 +157,20 @@ def _track_process_crossings(tracker: Tracker) -> None:
             _guarded(tracker, lambda: tracker.shared_on_purpose.add(_storage_id(self)))
         return result
 
-    torch.Tensor.share_memory_ = share_memory_
+    _replace(torch.Tensor, "share_memory_", share_memory_, undo)
+
+
+def _receiving_rebuild(tracker: Tracker, original):
+    """Unpickling resolves these by name, so the wrapper sees every tensor that arrives from another process."""
+
+    @functools.wraps(original)
+    def rebuild(*args, **kwargs):
+        tensor = original(*args, **kwargs)
+        if tracker.active and tracker.in_child:
+            _guarded(tracker, lambda: tracker.on_received(tensor))
+        return tensor
+
+    return rebuild
 
 
 def _crossing_reducer(tracker: Tracker, original):
@@ -145,7 +183,7 @@ def _crossing_reducer(tracker: Tracker, original):
     return reduce
 
 
-def _track_cuda_events(tracker: Tracker, environment) -> None:
+def _track_cuda_events(environment, undo: list) -> None:
     """Where the CUDA driver and torch.cuda were first initialised, for messages and for fork children."""
     count = getattr(torch._C, "_cuda_getDeviceCount", None)
     if count is not None:
@@ -155,7 +193,7 @@ def _track_cuda_events(tracker: Tracker, environment) -> None:
             environment.record("cuda_driver_init")
             return count(*args, **kwargs)
 
-        torch._C._cuda_getDeviceCount = device_count
+        _replace(torch._C, "_cuda_getDeviceCount", device_count, undo)
 
     lazy_init = torch.cuda._lazy_init
 
@@ -166,7 +204,7 @@ def _track_cuda_events(tracker: Tracker, environment) -> None:
             environment.cuda_used()
         return lazy_init()
 
-    torch.cuda._lazy_init = traced_lazy_init
+    _replace(torch.cuda, "_lazy_init", traced_lazy_init, undo)
 
     if torch.distributed.is_available():
         init_process_group = torch.distributed.init_process_group
@@ -176,7 +214,7 @@ def _track_cuda_events(tracker: Tracker, environment) -> None:
             environment.record("process_group_init")
             return init_process_group(*args, **kwargs)
 
-        torch.distributed.init_process_group = traced_init_process_group
+        _replace(torch.distributed, "init_process_group", traced_init_process_group, undo)
 
 
 def _tensors_in(obj, depth: int = 0):

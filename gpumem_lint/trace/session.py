@@ -35,10 +35,13 @@ class Session:
         self.evidence = FindingLog()
         self.environment = Environment(self.sites, self.log, self.warn_once)
         self.tracker = None
+        self.uninstall = None
         self.pid = os.getpid()
         self.is_child = False
         self._warned = False
         self._real_exit = os._exit
+        #: Set by the command: writes the report when the program ends itself with os._exit; returns the code.
+        self.on_os_exit = None
 
     # -- installation --------------------------------------------------------------------------------------
 
@@ -64,7 +67,8 @@ class Session:
             tracker.max_ops = self.max_ops
             if self.max_seconds is not None:
                 tracker.deadline = time.monotonic() + self.max_seconds
-            patches.install(tracker, self.environment)
+            tracker.in_child = self.is_child
+            self.uninstall = patches.install(tracker, self.environment)
             StorageMode(tracker).__enter__()  # stays on this thread's mode stack for the rest of the run
             self.tracker = tracker
         except Exception as error:  # noqa: BLE001 - fail open
@@ -112,16 +116,20 @@ class Session:
 
     def _after_fork_in_child(self) -> None:
         self.is_child = True
+        if self.tracker is not None:
+            self.tracker.in_child = True
         self.log.clear()  # the parent reports its own findings
         self.evidence.clear()
         self.environment.after_fork_in_child()
 
     def _exit(self, code: int) -> None:
-        if self.is_child:
-            try:
+        try:
+            if self.is_child or os.getpid() != self.pid:
                 self.write_child_records()
-            except Exception:  # noqa: BLE001 - the child's exit must happen whatever we fail at
-                pass
+            elif self.on_os_exit is not None:
+                code = self.on_os_exit(code)
+        except Exception:  # noqa: BLE001 - the exit must happen whatever we fail at
+            pass
         self._real_exit(code)
 
 

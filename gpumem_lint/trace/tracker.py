@@ -15,7 +15,9 @@ Hazard families and when they are confirmed:
   has read the new values.
 - GML106: a tensor made by `torch.from_numpy` read after its array was rewritten, while a newer tensor made from
   the same array is alive (the code wrapped it again, so it meant each wrap as a separate copy).
-- process boundary: an in-place write to a storage after it was sent to another process.
+- GML201: an in-place write to a storage after it was sent to another process (and not made shareable on
+  purpose with `share_memory_()`); GML202: in a child, an in-place write to a storage its parent sent (not
+  during an optimizer step: Hogwild training writes shared parameters by design).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ _in_backward = torch._C._current_autograd_node
 #: the hazard. "view" is not among them.
 SNAPSHOT_KINDS = frozenset({"detach", "data", "state_dict"})
 _SWEEP_EVERY = 4096
+#: A storage's alias list is pruned of dead tensors when it reaches this length (reads never prune it).
+_PRUNE_AT = 16
 _ANCESTRY_LIMIT = 64
 
 
@@ -98,10 +102,13 @@ class Tracker:
         self.data_writes: dict[int, DataWrite] = {}
         self.numpy_wraps: dict[int, list[NumpyWrap]] = {}
         self.watched: dict[int, NumpyWrap] = {}
-        #: Torch-side writes per storage, so a numpy-side change is told apart from a torch write.
+        #: Torch-side writes per buffer address, so a numpy-side change is told apart from a torch write.
         self.write_epoch: dict[int, int] = {}
         self.crossed: dict[int, Site | None] = {}
         self.shared_on_purpose: set[int] = set()
+        #: In a child process: storages received from another process, and where (GML202 on write).
+        self.in_child = False
+        self.received: dict[int, Site | None] = {}
         self.next_detach_kind: str | None = None
         self.state_dict_depth = 0
         self.optimizer_depth = 0
@@ -144,8 +151,9 @@ class Tracker:
         if not isinstance(source, Tensor):
             return
         if info.name == "aten::detach":
-            kind = self.next_detach_kind or ("state_dict" if self.state_dict_depth else "detach")
-            self.next_detach_kind = None
+            if self.next_detach_kind == "data":
+                return  # `.data` makes its own tensor after this op returns: on_data_taken registers that one
+            kind = "state_dict" if self.state_dict_depth else "detach"
         else:
             kind = "view"
         try:
@@ -156,6 +164,8 @@ class Tracker:
         aliases = self.aliases.get(storage)
         if aliases is None:
             aliases = self.aliases[storage] = []
+        elif len(aliases) >= _PRUNE_AT:
+            aliases[:] = [alias for alias in aliases if alias.ref() is not None]
         parent = id(source)
         for tensor in out if isinstance(out, (list, tuple)) else (out,):
             if isinstance(tensor, Tensor):
@@ -204,10 +214,11 @@ class Tracker:
             return
         site = None
         if self.numpy_wraps:
-            self.write_epoch[storage] = self.write_epoch.get(storage, 0) + 1
+            address = target.untyped_storage().data_ptr()
+            self.write_epoch[address] = self.write_epoch.get(address, 0) + 1
         aliases = self.aliases.get(storage)
         if aliases:
-            site = self._stale_aliases(info, target, aliases)
+            site = self._stale_aliases(info, target, storage, aliases)
         if self.crossed and storage in self.crossed and storage not in self.shared_on_purpose:
             site = site or self.sites.user_site()
             self.log.add(
@@ -219,16 +230,31 @@ class Tracker:
                     [("sent to another process", self.crossed[storage])] if self.crossed[storage] else [],
                 )
             )
+        if self.received and storage in self.received and not self.optimizer_depth:
+            site = site or self.sites.user_site()
+            self.log.add(
+                Finding(
+                    CODES["receiver-write"],
+                    f"in-place `{_short(info.name)}` in a child process wrote a tensor its parent sent: the parent "
+                    "shares this memory and sees the write",
+                    site,
+                    [("received", self.received[storage])] if self.received[storage] else [],
+                )
+            )
         own = self.by_id.get(id(target))
         if own is not None and own.kind == "data" and own.ref() is target:
             site = site or self.sites.user_site()
             self.data_writes[storage] = DataWrite(_short(info.name), site, own.site)
 
-    def _stale_aliases(self, info, target, aliases: list[Alias]) -> Site | None:
+    def _stale_aliases(self, info, target, storage: int, aliases: list[Alias]) -> Site | None:
         site = None
+        live = []
         for alias in aliases:
             other = alias.ref()
-            if other is None or other is target:
+            if other is None:
+                continue  # dead: dropped from the list here, so lists stay as short as the live aliases
+            live.append(alias)
+            if other is target:
                 continue
             if self.optimizer_depth and alias.kind not in SNAPSHOT_KINDS:
                 continue  # optimizer updates are meant to show through views of the parameters
@@ -239,6 +265,10 @@ class Tracker:
             if alias.site == site:
                 continue  # a temporary of the same statement: `x[0] = 5`, `deepcopy`'s `new_empty` + `copy_`
             self.pending[id(other)] = PendingRead(alias, _short(info.name), site)
+        if live:
+            self.aliases[storage] = live
+        else:
+            del self.aliases[storage]
         return site
 
     def _descends(self, tensor, ancestor) -> bool:
@@ -319,6 +349,12 @@ class Tracker:
 
     # -- events the Python-level hooks report (patches.py) --------------------------------------------------
 
+    def on_data_taken(self, source, result) -> None:
+        storage = _storage_id(source)
+        alias = Alias(weakref.ref(result), "data", self.sites.user_site(), id(source))
+        self.aliases.setdefault(storage, []).append(alias)
+        self.by_id[id(result)] = alias
+
     def on_data_assigned(self, tensor) -> None:
         """`x.data = y` swaps x's memory without a dispatch and without a version bump."""
         site = self.sites.user_site()
@@ -330,6 +366,10 @@ class Tracker:
             if pending is not None and pending.alias.ref() is tensor:
                 self._confirm_stale_read(pending)
 
+    def on_received(self, tensor) -> None:
+        if self.in_child and isinstance(tensor, Tensor):
+            self.received.setdefault(_storage_id(tensor), self.sites.user_site())
+
     def on_crossing(self, tensors, site: Site | None) -> None:
         for tensor in tensors:
             storage = _storage_id(tensor)
@@ -339,7 +379,8 @@ class Tracker:
     # -- numpy ---------------------------------------------------------------------------------------------
 
     def on_from_numpy(self, array, tensor) -> None:
-        storage = _storage_id(tensor)
+        # Each from_numpy call makes a new StorageImpl around the same buffer: key by the buffer's address.
+        storage = tensor.untyped_storage().data_ptr()
         wraps = [w for w in self.numpy_wraps.get(storage, ()) if w.tensor() is not None]
         wrap = NumpyWrap(
             weakref.ref(tensor),
@@ -355,7 +396,7 @@ class Tracker:
 
     def _check_numpy_read(self, key, tensor, wrap: NumpyWrap) -> None:
         array = wrap.array()
-        storage = _storage_id(tensor)
+        storage = tensor.untyped_storage().data_ptr()
         if array is None or self.write_epoch.get(storage, 0) != wrap.epoch:
             self.watched.pop(key, None)  # torch wrote it itself: visible, not a numpy-side surprise
             return

@@ -1,0 +1,168 @@
+"""What `gpumem-lint trace` costs: training-step time with and without the tracer, and per operator.
+
+    python bench/trace_overhead.py --workload mlp                  # CPU: MLP 256-512-512-10, batch 64, Adam
+    python bench/trace_overhead.py --workload resnet50 --device cuda  # ResNet-50-shaped net, batch 64, SGD
+
+Each configuration runs in its own process: plain `python`, under an empty dispatch mode (the floor any
+dispatch-mode tracer pays), and under `gpumem-lint trace --no-static`. The workload prints its median step time
+over the timed steps; the table gives the ratio to plain and the tracer's cost per dispatched operator. The
+rounds alternate the configurations, so drift on a shared machine spreads evenly; the median round is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def build(workload: str, device: str):
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    if workload == "mlp":
+        model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+        inputs, targets = torch.randn(64, 256), torch.randint(0, 10, (64,))
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    else:
+        model = resnet50()
+        inputs, targets = torch.randn(64, 3, 224, 224), torch.randint(0, 1000, (64,))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    model.to(device)
+    return model, inputs.to(device), targets.to(device), optimizer
+
+
+def resnet50():
+    """ResNet-50's shape (bottleneck blocks 3-4-6-3, widths 64-2048, BatchNorm, in-place ReLU, residual adds),
+    built here: torchvision may not be installed where the benchmark runs."""
+    from torch import nn
+
+    class Bottleneck(nn.Module):
+        def __init__(self, inputs: int, width: int, stride: int) -> None:
+            super().__init__()
+            outputs = width * 4
+            self.body = nn.Sequential(
+                nn.Conv2d(inputs, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
+                nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
+                nn.Conv2d(width, outputs, 1, bias=False), nn.BatchNorm2d(outputs),
+            )
+            self.shortcut = (
+                nn.Sequential(nn.Conv2d(inputs, outputs, 1, stride, bias=False), nn.BatchNorm2d(outputs))
+                if stride != 1 or inputs != outputs
+                else nn.Identity()
+            )
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            out = self.body(x)
+            out += self.shortcut(x)
+            return self.relu(out)
+
+    layers: list[nn.Module] = [
+        nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1),
+    ]
+    channels = 64
+    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for index in range(blocks):
+            layers.append(Bottleneck(channels, width, stride if index == 0 else 1))
+            channels = width * 4
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, 1000)]
+    return nn.Sequential(*layers)
+
+
+def workload(args) -> None:
+    """The timed program (run as a child): prints {"ms": median ms/step, "ops": operators per step}."""
+    import torch
+    from torch import nn
+
+    model, inputs, targets, optimizer = build(args.workload, args.device)
+    synchronize = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+
+    counter = None
+    if args.mode == "empty-mode":
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class Empty(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls):
+                return False
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                counter[0] += 1
+                return func(*args, **(kwargs or {}))
+
+        counter = [0]
+        Empty().__enter__()
+    for _ in range(args.warmup):
+        step()
+    synchronize()
+    times = []
+    for _ in range(args.steps):
+        start = time.perf_counter()
+        step()
+        synchronize()
+        times.append(time.perf_counter() - start)
+    ops = counter[0] / (args.warmup + args.steps) if counter else None
+    print(json.dumps({"ms": statistics.median(times) * 1e3, "ops": ops}))
+
+
+def measure(args) -> dict:
+    child = [str(Path(__file__).resolve()), "run", "--workload", args.workload, "--device", args.device,
+             "--steps", str(args.steps), "--warmup", str(args.warmup)]
+    commands = {
+        "plain": [sys.executable, *child, "--mode", "plain"],
+        "empty-mode": [sys.executable, *child, "--mode", "empty-mode"],
+        "trace": [sys.executable, "-m", "gpumem_lint", "trace", "--no-static", "-o", "/dev/null", *child,
+                  "--mode", "plain"],
+    }
+    results: dict[str, list[dict]] = {name: [] for name in commands}
+    for _ in range(args.rounds):
+        for name, command in commands.items():
+            done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
+            lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+            if done.returncode not in (0, 1) or not lines:
+                raise SystemExit(f"{name} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+            results[name].append(json.loads(lines[-1]))
+    ms = {name: statistics.median(r["ms"] for r in runs) for name, runs in results.items()}
+    ops = statistics.median(r["ops"] for r in results["empty-mode"])
+    return {
+        "workload": args.workload,
+        "device": args.device,
+        "ops_per_step": round(ops),
+        "ms_per_step": {name: round(value, 3) for name, value in ms.items()},
+        "ratio": {name: round(value / ms["plain"], 3) for name, value in ms.items()},
+        "us_per_op": {name: round((value - ms["plain"]) * 1e3 / ops, 2) for name, value in ms.items() if name != "plain"},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", nargs="?", default="measure", choices=["measure", "run"])
+    parser.add_argument("--workload", choices=["mlp", "resnet50"], default="mlp")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--mode", choices=["plain", "empty-mode"], default="plain")
+    args = parser.parse_args()
+    if args.action == "run":
+        workload(args)
+    else:
+        print(json.dumps(measure(args), indent=2))
+
+
+if __name__ == "__main__":
+    main()

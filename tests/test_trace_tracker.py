@@ -1,0 +1,201 @@
+"""The storage tracker in this process: each snippet runs under the dispatch mode and the Python-level hooks,
+and its findings must be exactly the `# trace: CODE` comments on its lines (data-driven, like the fixtures).
+
+Intended patterns (optimizer steps, nn.init, BatchNorm statistics, writes to fresh tensors, in-place ReLU,
+gradient clipping, EMA, SGD momentum, writing through one's own view) must produce nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gpumem_lint.trace import patches  # noqa: E402
+from gpumem_lint.trace.environment import Environment  # noqa: E402
+from gpumem_lint.trace.findings import FindingLog  # noqa: E402
+from gpumem_lint.trace.sites import SiteFinder  # noqa: E402
+from gpumem_lint.trace.tracker import StorageMode, Tracker  # noqa: E402
+
+MARK = re.compile(r"#\s*trace:\s*(GML\d{3})")
+
+CASES = {
+    "detach snapshot read after a write through the original": """
+        import torch
+        hidden = torch.zeros(3)
+        prev = hidden.detach()
+        hidden.add_(1)  # trace: GML103
+        delta = hidden - prev
+    """,
+    "detach alias never read again": """
+        import torch
+        hidden = torch.zeros(3)
+        prev = hidden.detach()
+        hidden.add_(1)
+        print_me = hidden.sum()
+    """,
+    "the alias is refreshed by an overwrite before it is read": """
+        import torch
+        hidden = torch.zeros(3)
+        prev = hidden.detach()
+        hidden.add_(1)
+        prev.copy_(torch.ones(3))
+        total = prev.sum()
+    """,
+    "state_dict snapshot overwritten by the optimizer, then saved": """
+        import io
+        import torch
+        model = torch.nn.Linear(2, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        best = model.state_dict()
+        model(torch.ones(1, 2)).sum().backward()
+        optimizer.step()  # trace: GML102
+        torch.save(best, io.BytesIO())
+    """,
+    "deep-copied state_dict snapshot": """
+        import copy
+        import torch
+        model = torch.nn.Linear(2, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        best = copy.deepcopy(model.state_dict())
+        for _ in range(2):
+            model(torch.ones(1, 2)).sum().backward()
+            optimizer.step()
+        model.load_state_dict(best)
+    """,
+    ".data write between forward and backward": """
+        import torch
+        weight = torch.ones(3, requires_grad=True)
+        loss = (weight * weight).sum()
+        weight.data.mul_(10)  # trace: GML101
+        loss.backward()
+    """,
+    ".data write after backward (manual SGD)": """
+        import torch
+        weight = torch.ones(3, requires_grad=True)
+        for _ in range(2):
+            loss = (weight * weight).sum()
+            loss.backward()
+            weight.data.add_(weight.grad, alpha=-0.1)
+            weight.grad = None
+    """,
+    "x.data = y between forward and backward": """
+        import torch
+        weight = torch.ones(3, requires_grad=True)
+        loss = (weight * weight).sum()
+        weight.data = torch.zeros(3)  # trace: GML101
+        loss.backward()
+    """,
+    "numpy buffer wrapped again while older tensors are kept": """
+        import numpy as np
+        import torch
+        buffer = np.zeros(2, dtype=np.float32)
+        batches = []
+        for value in (1.0, 2.0):
+            buffer[:] = value
+            batches.append(torch.from_numpy(buffer))
+        stacked = torch.stack(batches)  # trace: GML106
+    """,
+    "one numpy buffer wrapped once and refilled (a staging buffer)": """
+        import numpy as np
+        import torch
+        buffer = np.zeros(2, dtype=np.float32)
+        staged = torch.from_numpy(buffer)
+        for value in (1.0, 2.0):
+            buffer[:] = value
+            total = staged.sum()
+    """,
+    "view read after its base was written: evidence only, not reported alone": """
+        import torch
+        base = torch.zeros(4)
+        tail = base[2:]
+        base.add_(1)
+        total = tail.sum()
+    """,
+    "writes through one's own view": """
+        import torch
+        x = torch.zeros(3, 4)
+        row = x[1]
+        row.zero_()
+        x[:, 0] = 5
+        x[2].add_(1)
+        total = x.sum()
+    """,
+    "disjoint slices of one storage": """
+        import torch
+        x = torch.zeros(8)
+        head = x[:4].detach()
+        x[4:].add_(1)
+        total = head.sum()
+    """,
+    "a training step with the usual in-place idioms": """
+        import copy
+        import torch
+        from torch import nn
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(inplace=True), nn.Flatten(),
+                              nn.LazyLinear(2))
+        model(torch.randn(2, 3, 6, 6))
+        nn.init.zeros_(model[4].bias)
+        ema = copy.deepcopy(model)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+        for _ in range(3):
+            images = torch.randn(2, 3, 6, 6).clamp_(-2, 2)
+            loss = nn.functional.cross_entropy(model(images), torch.tensor([0, 1]))
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            with torch.no_grad():
+                for average, live in zip(ema.parameters(), model.parameters()):
+                    average.mul_(0.9).add_(live.detach(), alpha=0.1)
+        adam = torch.optim.Adam(model.parameters())
+        model(torch.randn(2, 3, 6, 6)).sum().backward()
+        adam.step()
+    """,
+}
+
+
+def run_snippet(tmp_path, source: str):
+    path = tmp_path / "snippet.py"
+    path.write_text(source, encoding="utf-8")
+    sites, log, evidence = SiteFinder(), FindingLog(), FindingLog()
+    tracker = Tracker(sites, log, evidence, warn_once=pytest.fail)
+    uninstall = patches.install(tracker, Environment(sites, log, pytest.fail))
+    try:
+        with StorageMode(tracker):
+            exec(compile(source, str(path), "exec"), {"__name__": "snippet"})
+    finally:
+        uninstall()
+    assert tracker.active, "the tracker stopped itself"
+    return log, evidence
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_findings_are_the_marked_lines(tmp_path, name):
+    source = textwrap.dedent(CASES[name])
+    expected = {
+        (row, match.group(1))
+        for row, line in enumerate(source.splitlines(), start=1)
+        for match in [MARK.search(line)]
+        if match
+    }
+    log, _ = run_snippet(tmp_path, source)
+    assert {(finding.site.line, finding.code) for finding in log} == expected
+
+
+def test_view_read_after_base_write_is_kept_as_evidence(tmp_path):
+    source = textwrap.dedent(CASES["view read after its base was written: evidence only, not reported alone"])
+    _, evidence = run_snippet(tmp_path, source)
+    [finding] = list(evidence)
+    assert (finding.code, finding.site.line) == ("GML103", 5)
+    assert [(label, site.line) for label, site in finding.related] == [("view made", 4), ("read", 6)]
+
+
+def test_hooks_are_removed_after_uninstall(tmp_path):
+    run_snippet(tmp_path, "import torch\nx = torch.ones(2).data\n")
+    assert "data" not in torch.Tensor.__dict__
+    assert torch.from_numpy.__module__ is None or "gpumem_lint" not in repr(torch.from_numpy)
