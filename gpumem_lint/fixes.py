@@ -36,7 +36,7 @@ from gpumem_lint.noqa import parse_suppressions
 
 __all__ = ["Applicability", "Edit", "Fix", "apply_fixes", "insert_after", "insert_before", "replace"]
 
-#: The unused-suppression rule: the one whose fixes edit `# noqa` comments.
+#: The unused-suppression rule: the one whose fixes edit suppression comments.
 _SUPPRESSION_RULE = "GML002"
 # Python counts rows at these line breaks (as libcst positions do).
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")

@@ -53,7 +53,7 @@ def test_fixing_every_fixture_leaves_parseable_files_and_is_idempotent(capsys, t
     for name in ("hazards", "safe", "demo_project"):
         shutil.copytree(REPO / "fixtures" / name, tmp_path / name)
     original = snapshot(tmp_path)
-    code, out, _ = run(capsys, "--fix", "--unsafe-fixes", "--output-format", "concise", "--select", "ALL", ".")
+    _, out, _ = run(capsys, "--fix", "--unsafe-fixes", "--output-format", "concise", "--select", "ALL", ".")
     fixed = snapshot(tmp_path)
     assert fixed != original, "the fixtures hold fixable findings"
     assert " fixed, " in out.splitlines()[-2] + out.splitlines()[-1]
