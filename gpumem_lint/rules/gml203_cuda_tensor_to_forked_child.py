@@ -10,6 +10,8 @@ from gpumem_lint.rules._boundaries import (
 )
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
+#: Crossings that start processes, and so may fork (`start_processes(..., start_method="fork")` too).
+_FORKING = ("process", "spawn", "pool", "executor")
 
 class CudaTensorToForkedChild(Rule):
     """
@@ -98,7 +100,7 @@ def main():
         model = process_model(ctx)
         on_cuda = CudaEvidence(ctx).sends_cuda
         for facts, crossing in model.crossings():
-            if crossing.kind in ("process", "pool", "executor") and model.start_method(crossing).forks and on_cuda(facts, crossing):
+            if crossing.kind in _FORKING and model.start_method(crossing).forks and on_cuda(facts, crossing):
                 method = start_method_text(model.start_method(crossing))
                 yield Report(
                     crossing.node,

@@ -20,6 +20,9 @@ from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS
 _DEPTH = 2
 
 
+#: Crossings that start processes, and so may fork (`start_processes(..., start_method="fork")` too).
+_FORKING = ("process", "spawn", "pool", "executor")
+
 class ForkAfterCudaInit(Rule):
     """
     ## What it does
@@ -128,7 +131,7 @@ if __name__ == "__main__":
         names = evidence.names
         reported = set()
         for sender, crossing in model.crossings():
-            if crossing.kind not in ("process", "pool", "executor") or not model.start_method(crossing).forks:
+            if crossing.kind not in _FORKING or not model.start_method(crossing).forks:
                 continue
             if evidence.sends_cuda(sender, crossing):
                 continue  # a CUDA tensor handed to the forked child: GML203 says so

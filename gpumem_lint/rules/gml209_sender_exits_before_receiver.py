@@ -1,19 +1,22 @@
 from collections.abc import Iterator
 
+import libcst as cst
+
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._boundaries import CudaEvidence, crossing_text, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import ProcessModel
 from gpumem_lint.semantic.flow import ScopeFacts
-from gpumem_lint.semantic.processes import Crossing
+from gpumem_lint.semantic.processes import Crossing, process_table
 
 
 class SenderExitsBeforeReceiver(Rule):
     """
     ## What it does
     Flags a function that runs as a child process — the `target` of `Process`, the function
-    of `torch.multiprocessing.spawn`, defined in the same module — that puts a tensor on a
+    of `torch.multiprocessing.spawn`, defined in the same module, or the `run()` of a
+    `multiprocessing.Process` subclass — that puts a tensor on a
     queue or pipe and then returns without waiting for the receiver: no `join()`, `wait()`,
     `get()`, `recv()` or barrier after the `put`. Returning ends the process.
 
@@ -123,7 +126,7 @@ if __name__ == "__main__":
         model = process_model(ctx)
         evidence = CudaEvidence(ctx)
         reported = set()
-        for facts, crossing in self._sends_from_children(model):
+        for facts, crossing in [*self._sends_from_children(model), *_sends_from_process_classes(ctx)]:
             if crossing in facts.processes.finished or not _sends_tensor(crossing) or id(crossing.node) in reported:
                 continue
             reported.add(id(crossing.node))
@@ -154,6 +157,23 @@ if __name__ == "__main__":
             for send in child.processes.crossings:
                 if send.kind in ("queue", "pipe"):
                     yield child, send
+
+
+def _sends_from_process_classes(ctx: FileContext) -> Iterator[tuple[ScopeFacts, Crossing]]:
+    """The sends of `run()` in subclasses of `multiprocessing.Process`: the child's whole life."""
+    table = process_table()
+    imports = ctx.semantic.imports
+    classes = {
+        statement.name.value
+        for statement in ctx.module.body
+        if isinstance(statement, cst.ClassDef)
+        and any(table.constructors.get(imports.qualify(base.value) or "") == "process" for base in statement.bases)
+    }
+    for facts in ctx.semantic.facts:
+        if facts.scope.class_name in classes and facts.scope.name == "run":
+            for send in facts.processes.crossings:
+                if send.kind in ("queue", "pipe"):
+                    yield facts, send
 
 
 def _sends_tensor(crossing: Crossing) -> bool:
