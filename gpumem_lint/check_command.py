@@ -71,7 +71,7 @@ def check_stdin(
     data: bytes, filename: Path | None, selection: RuleSelection, settings: Settings, request: Request, console: Console
 ) -> int:
     """Standard input, named `filename` (for configuration and output) or `-`. With --fix the fixed
-    source goes to stdout and the report to stderr, as editors expect."""
+    source goes to stdout (and the report to `console`, stderr then), as editors expect."""
     cwd = Path.cwd()
     display = display_path(Path(os.path.abspath(filename)), cwd) if filename else "-"
     if filename and settings.force_exclude and os.path.lexists(filename) and not discover_files([str(filename)], settings):
@@ -94,7 +94,7 @@ def check_stdin(
         return _report_diff(RunResult(fixed=list(outcome.fixed), diffs=[diff] if diff else []), request)
     sys.stdout.buffer.write(encode_like(outcome.text, data))
     sys.stdout.flush()
-    return _report(list(outcome.remaining), list(outcome.fixed), request, Console(stderr=True, **_plain()))
+    return _report(list(outcome.remaining), list(outcome.fixed), request, console)
 
 
 def _report(diagnostics: Sequence[Diagnostic], fixed: Sequence[Diagnostic], request: Request, console: Console) -> int:
@@ -152,7 +152,3 @@ def _warn_broken(result: RunResult) -> None:
             "not applied; please report this with the file",
             err=True,
         )
-
-
-def _plain() -> dict:
-    return {"soft_wrap": True, "markup": False, "emoji": False, "highlight": False}

@@ -155,7 +155,8 @@ def check(
         add_noqa, use_cache=not no_cache, cache_dir=cache_dir,
     )
     if from_stdin:
-        with _report_console(output_file) as console:
+        # With --fix, stdout carries the fixed source, so the report goes to stderr.
+        with _report_console(output_file, stderr=fix) as console:
             raise typer.Exit(check_stdin(sys.stdin.buffer.read(), stdin_filename, selection, settings, request, console))
     if not files and not quiet:
         typer.echo("warning: No Python files found under the given path(s)", err=True)
@@ -251,11 +252,11 @@ def _split(values: Sequence[str] | None) -> tuple[str, ...]:
 
 
 @contextlib.contextmanager
-def _report_console(output_file: Path | None) -> Iterator[Console]:
+def _report_console(output_file: Path | None, stderr: bool = False) -> Iterator[Console]:
     # Markup, emoji codes and highlighting are off: messages are printed as written, never wrapped.
     options = {"soft_wrap": True, "markup": False, "emoji": False, "highlight": False}
     if output_file is None:
-        yield Console(**options)
+        yield Console(stderr=stderr, **options)
         return
     try:
         with output_file.open("w", encoding="utf-8") as stream:

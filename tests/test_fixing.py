@@ -165,6 +165,17 @@ def test_stdin_fix_prints_the_fixed_source_and_reports_on_stderr(capsys, monkeyp
     assert "Found 1 error (1 fixed, 0 remaining)." in err
 
 
+def test_stdin_fix_passes_undecodable_input_through_unchanged(capsysbinary, monkeypatch):
+    data = b'import torch\nname = "caf\xe9"\n'  # Latin-1 in a UTF-8 file: GML003, nothing to fix
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--no-cache", "--fix", "--output-format", "concise", "-"])
+    out, err = capsysbinary.readouterr()
+    assert exit_info.value.code == 1
+    assert out == data
+    assert err.startswith(b"-:1:1: GML003 ")
+
+
 def test_add_noqa_silences_every_finding_once(capsys, tmp_path):
     shutil.copytree(REPO / "fixtures" / "demo_project", tmp_path / "demo_project")
     _, before, _ = run(capsys, "--select", "ALL", "--output-format", "concise", "-q", ".")
