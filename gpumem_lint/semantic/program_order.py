@@ -34,6 +34,7 @@ API (for rules; build through `ctx.program_order`, cached per file):
     #    or None. `node` is a Call or a small statement (Assign, AugAssign, Del, Expr, ...).
     #    CUDA_INIT_EVENTS (= every event that runs cuInit) is what a fork-after-CUDA rule asks for.
     order.first_event_after(node, {"process_launch"}, reached=True)   # after the node, in code it reaches
+    order.first_call_after(node, {"torch.cuda.set_device"})           # a given call after the node
     order.executed(node)                                 # does any timeline reach the node?
 
 `Site.via` names the import that ran a call of another module ("`import utils` at line 2"),
@@ -201,8 +202,20 @@ class ProgramOrder:
         steps = self._import_steps()
         return [self._site(step) for step in steps if step.event is not None]
 
-    def _first(self, node: cst.CSTNode, events: Collection[str], before: bool, reached: bool = False) -> Site | None:
+    def first_call_after(self, node: cst.CSTNode, names: Collection[str], reached: bool = True) -> Site | None:
+        """The earliest call to one of the qualified `names` (`"torch.cuda.set_device"`) after `node`."""
+        wanted = frozenset(names)
+
+        def matches(step: Step) -> bool:
+            return isinstance(step.node, cst.Call) and self.imports.qualify(step.node.func) in wanted
+
+        return self._first(node, (), before=False, reached=reached, matches=matches)
+
+    def _first(
+        self, node: cst.CSTNode, events: Collection[str], before: bool, reached: bool = False, matches=None
+    ) -> Site | None:
         wanted = frozenset(events)
+        matches = matches or (lambda step: bool(step.events & wanted))
         best: tuple[int, Step] | None = None
         timelines = self._timelines_built()
         for timeline_index, position in self._occurrences().get(id(node), ()):
@@ -211,7 +224,7 @@ class ProgramOrder:
             timeline = timelines[timeline_index]
             target = timeline[position]
             for index, step in enumerate(timeline):
-                if index == position or not (step.events & wanted):
+                if index == position or not matches(step):
                     continue
                 ordered = index < position if before else index > position
                 if not ordered and not _same_loop(step, target):
@@ -221,7 +234,6 @@ class ProgramOrder:
                     rank = index if ordered else len(timeline) + index
                     if best is None or rank < best[0]:
                         best = (rank, step)
-                    break
         return self._site(best[1]) if best else None
 
     def _site(self, step: Step) -> Site:

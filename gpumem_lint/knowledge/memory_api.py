@@ -1,0 +1,45 @@
+"""The memory-control API table (`memory_api.toml`) and the declared `torch._C._cuda_*` names."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class MemoryApi:
+    fraction_functions: frozenset[str]
+    device_switches: frozenset[str]
+    allocator_swaps: frozenset[str]
+    private_to_public: dict[str, str]
+    missing_hint: str
+    private_names: frozenset[str]  # every torch._C._cuda_* name the stub declares
+    private_names_version: str
+    empty_cache_functions: frozenset[str]
+    step_methods: frozenset[str]
+
+
+@cache
+def memory_api() -> MemoryApi:
+    root = files(__package__)
+    data = tomllib.loads(root.joinpath("memory_api.toml").read_text(encoding="utf-8"))
+    declared = json.loads(root.joinpath("cuda_private_api.json").read_text(encoding="utf-8"))
+    return MemoryApi(
+        fraction_functions=frozenset(data["fraction"]["functions"]),
+        device_switches=frozenset(data["fraction"]["device_switches"]),
+        allocator_swaps=frozenset(data["allocator_swap"]["functions"]),
+        private_to_public=dict(data["private_to_public"]),
+        missing_hint=data["missing_hint"]["default"],
+        private_names=frozenset(declared["names"]),
+        private_names_version=declared["torch_version"],
+        empty_cache_functions=frozenset(data["empty_cache"]["functions"]),
+        step_methods=frozenset(data["empty_cache"]["step_methods"]),
+    )
