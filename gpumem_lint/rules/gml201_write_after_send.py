@@ -10,6 +10,7 @@ from gpumem_lint.rules._boundaries import (
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.processes import Crossing
+from gpumem_lint.semantic.values import AliasKind, Write
 
 
 class WriteAfterSend(Rule):
@@ -32,7 +33,9 @@ class WriteAfterSend(Rule):
     A child started with the fork start method gets a copy-on-write copy instead (F13), so
     writes after `start()` are not seen and are not reported. Tensors made shareable on
     purpose (`share_memory_()`, `model.share_memory()`) and optimizer steps on a shared
-    model (Hogwild) are sharing by design and are left to GML208.
+    model (Hogwild) are sharing by design and are left to GML208 — but a `state_dict()` put
+    on a queue (for an evaluator, a checkpoint writer) is taken as a snapshot, so training
+    on after it is reported: the receiver's "snapshot" keeps changing (as in GML102).
 
     ## Example
     ```python
@@ -134,8 +137,10 @@ def score(batches, fn):
             shared = facts.processes.shared_on_purpose
             reported = set()
             for write, crossing in facts.processes.crossed_writes:
-                if write.module or id(write.node) in reported or not model.pickled(crossing):
+                if id(write.node) in reported or not model.pickled(crossing):
                     continue
+                if write.module and not _sent_as_snapshot(crossing, write):
+                    continue  # a model handed over and trained on by both sides: Hogwild
                 if any(write.storage.related(storage) for storage in shared):
                     continue
                 reported.add(id(write.node))
@@ -165,3 +170,10 @@ def score(batches, fn):
             f"writes in place a tensor that the process of {where} received: under {method} the child holds the "
             "same shared memory, so it sees this write whenever it reads, until it is joined"
         )
+
+
+def _sent_as_snapshot(crossing: Crossing, write: Write) -> bool:
+    """`q.put(model.state_dict())`: the receiver means to get the weights as they are now."""
+    return any(
+        handle.kind is AliasKind.STATE_DICT and handle.storage.related(write.storage) for handle in crossing.sent.handles
+    )

@@ -8,6 +8,7 @@ from gpumem_lint.rules._boundaries import crossing_text, process_model
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import Receiver
+from gpumem_lint.semantic.values import AliasKind
 from gpumem_lint.semantic.walk import Walker
 
 
@@ -126,6 +127,8 @@ mp.spawn(worker, args=(None, seen), nprocs=4)
                 hit = [s.label for s in write.storage.lineage() if s.origin == "param" and s.label in names]
                 if not hit or write.module or write.rebinds or id(write.node) in locked or id(write.node) in reported:
                     continue
+                if any(h.kind is AliasKind.PARAMETERS for h in write.writer.chain()):
+                    continue  # `for p in model.parameters(): p.data.add_(...)`: a hand-written Hogwild step
                 if write.index and any(name in write.index for name in private):
                     continue  # `results[rank] = ...`: each process its own slot
                 reported.add(id(write.node))
