@@ -48,8 +48,42 @@ _UNUSUAL_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _DEF_NAME = re.compile(r"\bdef\s+(\w+)")
 _WORD_BEFORE = re.compile(r"(\w+)\s*\Z")
 _WORD_AFTER = re.compile(r"\s*(\w+)")
+_STATEMENT_LISTS = ("body", "orelse", "finalbody")
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
 _IMPORT = (ast.Import, ast.ImportFrom)
+
+
+class AllOf:
+    """A scope trigger that needs every one of its patterns in the same scope."""
+
+    def __init__(self, *patterns: re.Pattern[str]) -> None:
+        self.patterns = patterns
+
+
+class Stores:
+    """A scope trigger: statements that store into a subscript (also as a `for`, `with` or tuple
+    target) or augment a target (`x += y`), found in CPython's tree rather than in the text."""
+
+    def lines(self, tree: ast.Module) -> set[int]:
+        found: set[int] = set()
+        pending: list[ast.AST] = [tree]
+        while pending:
+            node = pending.pop()
+            for field_name in _STATEMENT_LISTS:
+                body = getattr(node, field_name, None)
+                if body:
+                    pending.extend(body)
+            if isinstance(node, ast.Match):
+                pending.extend(node.cases)
+            elif isinstance(node, ast.Try | ast.TryStar):
+                pending.extend(node.handlers)
+            if _stores(node):
+                found.add(node.lineno)
+        return found
+
+
+STORES = Stores()
+Trigger = re.Pattern[str] | AllOf | Stores
 
 
 @dataclass
@@ -63,7 +97,7 @@ def reduce_source(text: str, rules: Sequence[type[Rule]]) -> Reduction | None:
     """The source libcst needs for these rules, or None when it needs the whole file."""
     if not enabled or any(rule.scope_triggers is None for rule in rules):
         return None
-    patterns = {pattern for rule in rules for pattern in rule.scope_triggers or ()}
+    triggers = {trigger for rule in rules for trigger in rule.scope_triggers or ()}
     try:
         with warnings.catch_warnings():  # CPython's SyntaxWarnings are not ours to print
             warnings.simplefilter("ignore")
@@ -71,7 +105,7 @@ def reduce_source(text: str, rules: Sequence[type[Rule]]) -> Reduction | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     lines = _Lines(text)
-    return _Reducer(lines, tree, _Triggers(lines, patterns)).run()
+    return _Reducer(lines, tree, _Triggers(lines, tree, triggers)).run()
 
 
 class _Lines:
@@ -99,14 +133,21 @@ class _Lines:
 
 
 class _Triggers:
-    """Which lines hold text of any active rule's scope triggers."""
+    """Which lines hold what any active rule's scope triggers look for."""
 
-    def __init__(self, lines: _Lines, patterns: Iterable[re.Pattern[str]]) -> None:
-        patterns = tuple(patterns)
+    def __init__(self, lines: _Lines, tree: ast.Module, triggers: Iterable[Trigger]) -> None:
         touched: set[int] = set()
-        for pattern in patterns:
-            touched |= lines.touched(pattern)
-        # `from torch.nn.init import zeros_ as z`: `z(w)` writes as `zeros_(w)` would.
+        self.conjunctions: list[list[list[int]]] = []
+        patterns: list[re.Pattern[str]] = []
+        for trigger in triggers:
+            if isinstance(trigger, Stores):
+                touched |= trigger.lines(tree)
+            elif isinstance(trigger, AllOf):
+                self.conjunctions.append([sorted(lines.touched(pattern)) for pattern in trigger.patterns])
+            else:
+                touched |= lines.touched(trigger)
+                patterns.append(trigger)
+        # `from torch import relu_ as r`: `r(x)` writes as `relu_(x)` would.
         aliases = {
             local for original, local in _aliases(lines.text) if any(p.search(f"{original}(") for p in patterns)
         }
@@ -114,8 +155,34 @@ class _Triggers:
             touched |= lines.touched(_words(aliases))
         self.lines = sorted(touched)
 
-    def __call__(self, start: int, end: int) -> bool:
-        return _any_between(self.lines, start, end)
+    def __call__(self, *spans: tuple[int, int]) -> bool:
+        """Whether the scope made of these line spans shows a trigger."""
+        return any(_any_between(self.lines, *span) for span in spans) or any(
+            all(any(_any_between(lines, *span) for span in spans) for lines in conjunction)
+            for conjunction in self.conjunctions
+        )
+
+
+def _stores(node: ast.AST) -> bool:
+    if isinstance(node, ast.AugAssign):
+        return True
+    if isinstance(node, ast.Assign):
+        return any(_stored_into(target) for target in node.targets)
+    if isinstance(node, ast.AnnAssign):
+        return node.value is not None and _stored_into(node.target)
+    if isinstance(node, ast.For | ast.AsyncFor):
+        return _stored_into(node.target)
+    if isinstance(node, ast.With | ast.AsyncWith):
+        return any(item.optional_vars is not None and _stored_into(item.optional_vars) for item in node.items)
+    return False
+
+
+def _stored_into(target: ast.expr) -> bool:
+    if isinstance(target, ast.Tuple | ast.List):
+        return any(_stored_into(element) for element in target.elts)
+    if isinstance(target, ast.Starred):
+        return _stored_into(target.value)
+    return isinstance(target, ast.Subscript)
 
 
 def _any_between(lines: list[int], start: int, end: int) -> bool:
@@ -186,14 +253,15 @@ class _Reducer:
         return self.index.text_of(start, end)
 
     def hit(self, unit: _Unit) -> bool:
-        return self.triggers(unit.start, unit.end)
+        return self.triggers((unit.start, unit.end))
 
     def source(self, unit: _Unit) -> str:
         return self.text(unit.start, unit.end)
 
     def run(self) -> Reduction | None:
         self.class_links = sorted(self.index.touched(CLASS_LINKS))
-        self.body_kept = any(self.hit(unit) for unit in self.units if unit.is_statement)
+        # The module's statements are one scope (a trigger's parts may lie in different statements).
+        self.body_kept = self.triggers(*((unit.start, unit.end) for unit in self.units if unit.is_statement))
         for unit in self.units:
             self._select(unit)
         self._close_over_calls()

@@ -18,7 +18,6 @@ from gpumem_lint import fast_path
 from gpumem_lint.engine import decode_source, lint_source
 from gpumem_lint.knowledge import knowledge
 from gpumem_lint.rules import ALL_RULES
-from gpumem_lint.semantic.write_triggers import WRITES
 
 ROOT = Path(__file__).resolve().parent.parent
 ALIAS_RULES = [rule for rule in ALL_RULES if rule.scope_triggers is not None]
@@ -189,18 +188,42 @@ def test_a_rule_without_scope_triggers_gets_the_whole_module():
     assert fast_path.reduce_source(LINKS["module-level statements"], [*ALIAS_RULES, *whole[:1]]) is None
 
 
+def _kept(statement: str) -> bool:
+    """Whether the fast path keeps a function made of this statement (next to one it hollows)."""
+    text = f"def candidate(x, y, model, opt):\n    {statement}\n" + _FILLER.format(n=0)
+    reduction = fast_path.reduce_source(text, ALIAS_RULES)
+    return reduction is not None and statement in reduction.text
+
+
 def test_every_write_making_name_matches_the_write_triggers():
     k = knowledge()
     names = (
         k.data_write_methods | k.inplace_functions | k.init_functions | k.functional_inplace_underscore | k.load_methods
     )
     for name in sorted(names):
-        for text in (f"x.{name}(y)", f"{name}(x)"):
-            assert any(pattern.search(text) for pattern in WRITES), text
-    for text in ("x += 1", "x[i] = 0", "a, x[i] = b, c", "x[i], a = b, c", "for x[i] in y:", "p.data = t",
-                 "torch.add(a, b, out=c)", "F.relu(x, inplace=True)", "F.batch_norm(x, m, v, training=True)",
-                 "np.copyto(a, b)", "opt.step()", "train_one_epoch(model)", "ema.update(model)"):
-        assert any(pattern.search("\n" + text) for pattern in WRITES), text
+        for statement in (f"x.{name}(y)", f"{name}(x)"):
+            assert _kept(statement), statement
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "x += 1", "x[i] = 0", "x[0][1] = 0", "x.view(-1)[0] = 1", "x[:, 0]: int = 0", "a, x[i] = b, c",
+        "x[i], a = b, c", "(a, x[i]) = b", "for x[i] in y: pass", "with f() as x[i]: pass", "p.data = t",
+        "z = [0 for x[0] in y]", "torch.add(a, b, out=c)", "F.relu(x, inplace=True)",
+        "F.batch_norm(x, m, v, training=True)", "np.copyto(a, b)", "model.load_state_dict(y)",
+        "opt = SGD(model.parameters()); opt.step()", "sd = model.state_dict(); train_one_epoch(model)",
+    ],
+)
+def test_every_write_form_keeps_its_scope(statement):
+    assert _kept(statement)
+
+
+@pytest.mark.parametrize(
+    "statement", ["return x + y", "y = x.clone()", "def f(a: Optional[int] = None): pass", "opt.step()"]
+)
+def test_scopes_without_a_write_form_are_hollowed(statement):
+    assert not _kept(statement)
 
 
 def _torch_sample() -> list:

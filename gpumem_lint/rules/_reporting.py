@@ -29,7 +29,14 @@ def write_text(ctx: FileContext, write: Write) -> str:
 
 
 def first_read(ctx: FileContext, reads: list[Read]) -> Read:
-    return min(reads, key=lambda read: (ctx.line(read.node), ctx.positions[read.node].start.column))
+    """The earliest read; of one read seen by several writes, the one after the earliest write
+    (the order of `reads` follows sets of handles, which differs from run to run)."""
+    return min(reads, key=lambda read: (_where(ctx, read.node), _where(ctx, read.write.node)))
+
+
+def _where(ctx: FileContext, node) -> tuple[int, int]:
+    start = ctx.positions[node].start
+    return start.line, start.column
 
 
 def first_reads(
