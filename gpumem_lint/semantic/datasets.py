@@ -54,6 +54,10 @@ class Loader:
     node: cst.Call
     dataset: str  # the Dataset class it loads
     start_method: str | None  # `multiprocessing_context="spawn"`; None: the default
+    persistent: bool = False  # `persistent_workers=True`: workers started once, kept across epochs
+    #: How code reaches the dataset: the name passed in, and `<loader name>.dataset`.
+    dataset_places: tuple[str, ...] = ()
+    name: str | None = None  # the name the loader is assigned to
 
 
 @dataclass
@@ -85,7 +89,14 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
         dataset = _keyword(call, "dataset") or (call.args[0].value if call.args and call.args[0].keyword is None else None)
         cls = _dataset_class(dataset, classes, instances)
         if cls is not None and _starts_workers(call):
-            loaders.append(Loader(call, cls, _context_method(call)))
+            persistent = _keyword(call, "persistent_workers")
+            name = collector.loader_names.get(id(call))
+            places = tuple(p for p in (dotted_name(dataset) if dataset is not None else None,
+                                       f"{name}.dataset" if name else None) if p)
+            loaders.append(Loader(
+                call, cls, _context_method(call), isinstance(persistent, cst.Name) and persistent.value == "True",
+                places, name,
+            ))
     return Datasets(classes, loaders, instances)
 
 
@@ -95,6 +106,7 @@ class _Collector(Walker):
         self.class_nodes: list[cst.ClassDef] = []
         self.loader_calls: list[cst.Call] = []
         self.assigned: dict[str, str] = {}
+        self.loader_names: dict[int, str] = {}  # id(DataLoader call) -> the name it is assigned to
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.class_nodes.append(node)
@@ -110,6 +122,8 @@ class _Collector(Walker):
                 name = dotted_name(target.target)
                 if name is not None and cls is not None:
                     self.assigned[name] = cls
+                if name is not None and self.imports.qualify(node.value.func) in _DATALOADERS:
+                    self.loader_names[id(node.value)] = name
 
 
 def _methods(node: cst.ClassDef) -> dict[str, cst.FunctionDef]:
