@@ -6,15 +6,18 @@ from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.knowledge import knowledge
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.datasets import DatasetClass, Datasets, datasets
+from gpumem_lint.semantic.datasets import (
+    DatasetClass,
+    Datasets,
+    datasets,
+    self_attribute,
+)
 from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.walk import Walker
 
 # Container methods that change the container.
 _MUTATING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "pop", "popitem",
                                "remove", "discard", "clear", "appendleft", "__setitem__"})
-# Attributes built from these are shared across processes on purpose.
-_SHARED_CONSTRUCTORS = ("multiprocessing.", "torch.multiprocessing.")
 
 
 class DatasetStateMutatedInWorker(Rule):
@@ -123,7 +126,7 @@ loader = DataLoader(Counting(), batch_size=8, num_workers=2)
             if not loaders:
                 continue
             worker = cls.worker_methods()
-            shared = _shared_attributes(cls, ctx)
+            shared = cls.shared_attributes(ctx.semantic.imports)
             mutations = _Mutations()
             for method in worker.values():
                 mutations.walk(method.body)
@@ -169,52 +172,9 @@ class _Mutations(Walker):
     def _target(self, target: cst.BaseExpression, node: cst.CSTNode) -> None:
         while isinstance(target, cst.Subscript):
             target = target.value
-        attribute = _self_attribute(target)
+        attribute = self_attribute(target)
         if attribute is not None:
             self.found.append((attribute, node))
-
-
-def _self_attribute(node: cst.BaseExpression) -> str | None:
-    """`self.count` -> "count"; `self.stats.total` -> "stats"."""
-    name = dotted_name(node)
-    if name is None or not name.startswith("self."):
-        return None
-    return name.split(".")[1]
-
-
-def _shared_attributes(cls: DatasetClass, ctx: FileContext) -> set[str]:
-    """Attributes assigned a multiprocessing object, or made shared with `share_memory_()`."""
-    shared = set()
-    for method in cls.methods.values():
-        for statement in _statements(method):
-            if isinstance(statement, cst.Assign):
-                qualified = ctx.semantic.imports.qualify(statement.value.func) if isinstance(statement.value, cst.Call) else None
-                if qualified and qualified.startswith(_SHARED_CONSTRUCTORS):
-                    shared.update(a for t in statement.targets if (a := _self_attribute(t.target)))
-                if "share_memory_()" in ctx.code(statement.value):
-                    shared.update(a for t in statement.targets if (a := _self_attribute(t.target)))
-            elif isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
-                func = statement.value.func
-                if isinstance(func, cst.Attribute) and func.attr.value == "share_memory_":
-                    attribute = _self_attribute(func.value)
-                    if attribute:
-                        shared.add(attribute)
-    return shared
-
-
-def _statements(function: cst.FunctionDef) -> list[cst.BaseSmallStatement]:
-    collector = _SmallStatements()
-    collector.walk(function.body)
-    return collector.found
-
-
-class _SmallStatements(Walker):
-    def __init__(self) -> None:
-        self.found: list[cst.BaseSmallStatement] = []
-
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-        self.found.extend(node.body)
-        return False
 
 
 def _main_process_reader(cls: DatasetClass, worker: dict, attribute: str, found: Datasets, ctx: FileContext) -> str | None:

@@ -107,7 +107,7 @@ def train(epochs):
             if not loader.persistent or not loader.dataset_places:
                 continue
             cls = found.classes[loader.dataset]
-            read_by_workers = _attributes_read(cls)
+            read_by_workers = _attributes_read(cls) - cls.shared_attributes(ctx.semantic.imports)
             changes = {
                 name: changed & read_by_workers
                 for name, method in cls.methods.items()

@@ -36,6 +36,14 @@ class DatasetClass:
     def name(self) -> str:
         return self.node.name.value
 
+    def shared_attributes(self, imports: ImportTable) -> set[str]:
+        """Attributes shared across processes on purpose: assigned a `multiprocessing` object
+        (`mp.Value`, a manager dict), or a tensor made `share_memory_()`."""
+        collector = _SharedAttributes(imports)
+        for method in self.methods.values():
+            collector.walk(method.body)
+        return collector.shared
+
     def worker_methods(self) -> dict[str, cst.FunctionDef]:
         """The entry points and the `self.` methods they reach."""
         found: dict[str, cst.FunctionDef] = {}
@@ -124,6 +132,41 @@ class _Collector(Walker):
                     self.assigned[name] = cls
                 if name is not None and self.imports.qualify(node.value.func) in _DATALOADERS:
                     self.loader_names[id(node.value)] = name
+
+
+class _SharedAttributes(Walker):
+    def __init__(self, imports: ImportTable) -> None:
+        self.imports = imports
+        self.shared: set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if _shared_value(node.value, self.imports):
+            self.shared.update(a for t in node.targets if (a := self_attribute(t.target)))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "share_memory_":
+            attribute = self_attribute(func.value)
+            if attribute:
+                self.shared.add(attribute)
+
+
+def _shared_value(node: cst.BaseExpression, imports: ImportTable) -> bool:
+    """`mp.Value("i", 0)`, `torch.zeros(3).share_memory_()`."""
+    if not isinstance(node, cst.Call):
+        return False
+    qualified = imports.qualify(node.func) or ""
+    if qualified.startswith(("multiprocessing.", "torch.multiprocessing.")):
+        return True
+    return isinstance(node.func, cst.Attribute) and node.func.attr.value == "share_memory_"
+
+
+def self_attribute(node: cst.BaseExpression) -> str | None:
+    """`self.count` -> "count"; `self.stats.total` -> "stats"."""
+    name = dotted_name(node)
+    if name is None or not name.startswith("self."):
+        return None
+    return name.split(".")[1]
 
 
 def _methods(node: cst.ClassDef) -> dict[str, cst.FunctionDef]:
