@@ -7,8 +7,11 @@ from gpumem_lint.rules._boundaries import crossing_text, process_model
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import Receiver
+from gpumem_lint.semantic.devices import cuda_names, moved_to_cuda
 from gpumem_lint.semantic.values import Write
 
+#: Writes that train a received model (`optimizer.step()`, `train_one_epoch(model)`).
+_TRAINING_OPS = frozenset({"step()", "training call"})
 _SHARING_DOCUMENTED = re.compile(r"in[- ]?place|shared? memory|hogwild", re.IGNORECASE)
 
 
@@ -31,10 +34,14 @@ class ReceiverWritesSharedTensor(Rule):
     silently lost (F13), so the program's result depends on the start method. Only the
     pickled cases are reported: there the write certainly reaches the parent.
 
+    A received model trained in the child (`optimizer.step()`) is the same hazard: every
+    worker updates the parent's weights at once — Hogwild without meaning to (F18). It is not
+    reported when the parent shared the model on purpose (`model.share_memory()`, the
+    Hogwild recipe) or the child moved it to its GPU first (`model.to(rank)`).
+
     Mutation is taken as the function's job, and not reported, when its name ends with `_`,
-    when its docstring says "in place" or "shared memory", when the parent made the tensor
-    shareable on purpose (`share_memory_()`, see GML208), and for optimizer steps on a
-    received model (Hogwild).
+    when its docstring says "in place" or "shared memory", and when the parent made the
+    tensor shareable on purpose (`share_memory_()`, see GML208).
 
     ## Example
     ```python
@@ -143,6 +150,7 @@ def norms(tensors):
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         model = process_model(ctx)
+        devices = cuda_names(ctx.module, ctx.semantic.imports)
         reported = set()
         for sender, crossing in model.crossings():
             if not model.pickled(crossing):
@@ -151,11 +159,14 @@ def norms(tensors):
             if receiver is None or _mutation_is_the_point(receiver):
                 continue
             shared = sender.processes.shared_on_purpose
+            moved = moved_to_cuda(receiver.facts.scope.node, devices, ctx.semantic.imports)
             first: dict[str, Write] = {}  # one finding per parameter: its first write
             for write in sorted(receiver.facts.writes, key=lambda w: (ctx.line(w.node), ctx.positions[w.node].start.column)):
                 names = _received_names(receiver, write)
-                if not names or write.module or write.rebinds or names[0] in first:
+                if not names or write.rebinds or names[0] in first:
                     continue
+                if write.module and (write.op not in _TRAINING_OPS or names[0] in moved):
+                    continue  # loading a checkpoint; or the child moved the model to its GPU first
                 values = [receiver.received[name] for name in names]
                 if any(h.storage.related(s) for value in values for h in value.handles for s in shared):
                     continue
@@ -167,6 +178,14 @@ def norms(tensors):
                     continue
                 reported.add((id(receiver.facts.scope), name))
                 others = " (and every other worker's, at the same time)" if crossing.several else ""
+                if write.module:
+                    yield Report(
+                        write.node,
+                        f"{write_text(ctx, write)} trains `{name}`, a model {crossing_text(ctx, crossing)} handed over "
+                        "from the parent: pickling moved its parameters into shared memory, so this updates the "
+                        f"parent's weights{others} — an unintended Hogwild; under fork the updates would be lost",
+                    )
+                    continue
                 yield Report(
                     write.node,
                     f"{write_text(ctx, write)} writes in place `{name}`, which {crossing_text(ctx, crossing)} handed "
