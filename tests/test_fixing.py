@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gpumem_lint.autofix import parses
+from gpumem_lint.autofix import fix_source, parses
 from gpumem_lint.cli import main
 from gpumem_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Severity
 from gpumem_lint.fixes import apply_fixes
+from gpumem_lint.rules import ALL_RULES
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -198,6 +199,36 @@ def test_add_noqa_never_puts_a_comment_after_a_line_continuation(capsys, tmp_pat
     assert (tmp_path / "a.py").read_text() == source.replace("           )", "           )  # noqa: GML106")
     code, _, _ = run(capsys, "a.py")
     assert code == 0
+
+
+SNAPSHOT = """{imports}
+def fit(model, optimizer, loader, epochs):
+    best_state, best_loss = None, float("inf")
+    for epoch in range(epochs):
+        loss = train_one_epoch(model, loader, optimizer)
+        if loss < best_loss:
+            best_loss, best_state = loss, model.state_dict()
+    model.load_state_dict(best_state)
+"""
+
+
+@pytest.mark.parametrize(
+    ("imports", "fixed_imports", "call"),
+    [
+        pytest.param("import argparse\nimport time\n", "import argparse\nimport copy\nimport time\n", "copy.deepcopy",
+                     id="sorted into the first block"),
+        pytest.param("import argparse\n", "import argparse\nimport copy\n", "copy.deepcopy", id="after the block"),
+        pytest.param("import copy\n", "import copy\n", "copy.deepcopy", id="already imported"),
+        pytest.param("from copy import deepcopy\n", "from copy import deepcopy\n", "deepcopy", id="deepcopy imported"),
+        pytest.param('"""Doc."""\nfrom __future__ import annotations\n',
+                     '"""Doc."""\nfrom __future__ import annotations\n\nimport copy\n', "copy.deepcopy",
+                     id="after docstring and __future__"),
+    ],
+)
+def test_state_dict_snapshot_fix_imports_copy_where_isort_would(imports, fixed_imports, call):
+    outcome = fix_source(SNAPSHOT.format(imports=imports), "a.py", ALL_RULES, unsafe=True)
+    expected = SNAPSHOT.format(imports=fixed_imports).replace("model.state_dict()", f"{call}(model.state_dict())")
+    assert outcome.text == expected
 
 
 def diagnostic(code: str, fix: Fix | None) -> Diagnostic:
