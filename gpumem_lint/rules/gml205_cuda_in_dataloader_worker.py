@@ -1,10 +1,13 @@
 from collections.abc import Iterator
 
+import libcst as cst
+
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.datasets import datasets
-from gpumem_lint.semantic.devices import CudaUses, cuda_names
+from gpumem_lint.semantic.datasets import datasets, self_attribute
+from gpumem_lint.semantic.devices import CudaUses, cuda_call, cuda_names
+from gpumem_lint.semantic.walk import Walker
 
 
 class CudaInDataloaderWorker(Rule):
@@ -12,7 +15,8 @@ class CudaInDataloaderWorker(Rule):
     ## What it does
     Flags a Dataset's `__getitem__` / `__iter__` (or a method they call through `self.`)
     that creates a CUDA tensor or moves data to CUDA — `.cuda()`, `.to("cuda")`,
-    `device="cuda"` — when a `DataLoader` in the same module loads that Dataset with
+    `device="cuda"` — or reads a CUDA tensor the dataset made in `__init__`
+    (`self.X = X.cuda()`), when a `DataLoader` in the same module loads that Dataset with
     `num_workers` other than 0.
 
     ## Why is this bad?
@@ -108,25 +112,80 @@ loader = DataLoader(Features(), batch_size=64, num_workers=4)
             if not loaders:
                 continue
             calls = CudaUses(names, ctx.semantic.imports)
+            held = _CudaAttributes(names, ctx.semantic.imports)
+            for method in cls.methods.values():
+                held.walk(method.body)
+            reads = _AttributeReads(held.made)
             for method in cls.worker_methods().values():
                 calls.walk(method.body)
-            if not calls.found:
-                continue
-            call = min(calls.found, key=lambda node: (ctx.line(node), ctx.positions[node].start.column))
+                reads.walk(method.body)
             loader = loaders[0]
-            if all(loader.start_method in ("spawn", "forkserver") for loader in loaders):
-                consequence = (
-                    "each worker then creates its own CUDA context (hundreds of MB of GPU memory per worker) and "
-                    "sends every batch back as a CUDA IPC handle it must keep alive"
+            spawned = all(loader.start_method in ("spawn", "forkserver") for loader in loaders)
+            where = f"`{cls.name}` is loaded with workers by `DataLoader` at line {ctx.line(loader.node)}"
+            if calls.found:
+                call = _first(ctx, calls.found)
+                yield Report(call, f"`{ctx.code(call)}` runs in DataLoader worker processes ({where}): {_consequence(spawned)}")
+            elif reads.found:
+                read = _first(ctx, reads.found)
+                made = held.made[read.attr.value]
+                yield Report(
+                    read,
+                    f"`{ctx.code(read)}` is a CUDA tensor (made at line {ctx.line(made)}) read in DataLoader worker "
+                    f"processes ({where}): {_consequence(spawned, made_in_parent=True)}",
                 )
-            else:
-                consequence = (
-                    "with forked workers (the default on Linux up to Python 3.13) the first CUDA call in a worker "
-                    "raises `Cannot re-initialize CUDA in forked subprocess` once the main process has used CUDA"
-                )
-            yield Report(
-                call,
-                f"`{ctx.code(call)}` runs in DataLoader worker processes (`{cls.name}` is loaded with workers by "
-                f"`DataLoader` at line {ctx.line(loader.node)}): {consequence}",
-            )
+
+
+def _consequence(spawned: bool, made_in_parent: bool = False) -> str:
+    if spawned:
+        return (
+            "each worker then creates its own CUDA context (hundreds of MB of GPU memory per worker) and sends every "
+            "batch back as a CUDA IPC handle it must keep alive"
+        )
+    if made_in_parent:
+        return (
+            "the main process initialised CUDA when it made it, so a forked worker (the default on Linux up to "
+            "Python 3.13) raises `Cannot re-initialize CUDA in forked subprocess` when it touches it"
+        )
+    return (
+        "with forked workers (the default on Linux up to Python 3.13) the first CUDA call in a worker raises "
+        "`Cannot re-initialize CUDA in forked subprocess` once the main process has used CUDA"
+    )
+
+
+def _first(ctx: FileContext, nodes: list) -> cst.CSTNode:
+    return min(nodes, key=lambda node: (ctx.line(node), ctx.positions[node].start.column))
+
+
+class _CudaAttributes(Walker):
+    """`self.X = x.cuda()` (and `self.X, self.y = X.cuda(), y.cuda()`): attributes holding CUDA tensors."""
+
+    def __init__(self, names: set[str], imports) -> None:
+        self.names = names
+        self.imports = imports
+        self.made: dict[str, cst.Call] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            pairs = [(target.target, node.value)]
+            if (
+                isinstance(target.target, cst.Tuple) and isinstance(node.value, cst.Tuple)
+                and len(target.target.elements) == len(node.value.elements)
+            ):
+                pairs = [(t.value, v.value) for t, v in zip(target.target.elements, node.value.elements)]
+            for place, value in pairs:
+                attribute = self_attribute(place)
+                if attribute and isinstance(value, cst.Call) and cuda_call(value, self.names, self.imports):
+                    self.made.setdefault(attribute, value)
+
+
+class _AttributeReads(Walker):
+    def __init__(self, attributes: dict[str, cst.Call]) -> None:
+        self.attributes = attributes
+        self.found: list[cst.Attribute] = []
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if isinstance(node.value, cst.Name) and node.value.value == "self" and node.attr.value in self.attributes:
+            self.found.append(node)
+            return False
+        return True
 
