@@ -17,6 +17,7 @@ import json
 import subprocess
 import sys
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -114,6 +115,7 @@ def run_generated(examples: int) -> int:
         assert_no_internal_error,
     )
 
+    warnings.simplefilter("ignore", SyntaxWarning)  # hypothesmith compiles what it generates
     configured = settings(
         max_examples=examples,
         deadline=None,

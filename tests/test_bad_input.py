@@ -4,6 +4,8 @@ the same findings as its plain twin, never a crash, and never stops the rest of 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -236,3 +238,18 @@ def test_an_invalid_configuration_exits_2_naming_the_key(capsys, tree):
     code, _, err = run(capsys, ".")
     assert code == 2
     assert "line-lenght" in err and "pyproject.toml" in err
+
+
+def test_warnings_python_would_print_for_the_linted_code_are_not_printed(tree):
+    (tree / "model.py").write_text(HAZARD + '\nKEY = "ab"[0, 1]\nassert (KEY, "never empty")\nX = 1 is 1\n')
+    # A real process: pytest would capture warnings that a user's terminal would show.
+    completed = subprocess.run(
+        [sys.executable, "-m", "gpumem_lint", "--no-cache", "--output-format", "concise", "."],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 1
+    assert completed.stdout.startswith("model.py:7:9: GML103 ")
+    assert completed.stderr == ""
