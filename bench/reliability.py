@@ -49,17 +49,13 @@ def lint_corpus(root: Path) -> dict:
     )
     seconds = time.perf_counter() - started
     if completed.returncode != 0:
-        return {
-            "error": f"exit {completed.returncode}: {completed.stderr.strip()[-500:]}"
-        }
+        return {"error": f"exit {completed.returncode}: {completed.stderr.strip()[-500:]}"}
     findings = json.loads(completed.stdout)
     return {
         "files": len(python_files(root)),
         "seconds": round(seconds, 1),
         "codes": Counter(finding["code"] for finding in findings),
-        "fixable": sorted(
-            {finding["filename"] for finding in findings if finding.get("fix")}
-        ),
+        "fixable": sorted({finding["filename"] for finding in findings if finding.get("fix")}),
     }
 
 
@@ -79,9 +75,7 @@ def check_fixes(paths: list[str]) -> tuple[int, list[str]]:
 def run_corpora(names: list[str]) -> int:
     corpora = default_corpora()
     selected = {name: corpora[name] for name in names} if names else corpora
-    print(
-        "| corpus | files | seconds | findings | GML001 | GML003 | GML009 | files fixed | fix problems |"
-    )
+    print("| corpus | files | seconds | findings | GML001 | GML003 | GML009 | files fixed | fix problems |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     failures = 0
     for name, root in selected.items():
@@ -123,15 +117,11 @@ def run_generated(examples: int) -> int:
         suppress_health_check=list(HealthCheck),
     )
     checks = {
-        "lint from_grammar()": given(hypothesmith.from_grammar())(
-            lambda s: assert_no_internal_error(PREFIX + s)
+        "lint from_grammar()": given(hypothesmith.from_grammar())(lambda s: assert_no_internal_error(PREFIX + s)),
+        "lint from_node()": given(hypothesmith.from_node())(lambda s: assert_no_internal_error(PREFIX + s)),
+        "fix from_node() + fixable example": given(hypothesmith.from_node(), st.sampled_from(FIXABLE))(
+            lambda s, f: assert_fix_is_sound(PREFIX + s + "\n" + f)
         ),
-        "lint from_node()": given(hypothesmith.from_node())(
-            lambda s: assert_no_internal_error(PREFIX + s)
-        ),
-        "fix from_node() + fixable example": given(
-            hypothesmith.from_node(), st.sampled_from(FIXABLE)
-        )(lambda s, f: assert_fix_is_sound(PREFIX + s + "\n" + f)),
     }
     print("| property | examples | seconds | result |")
     print("|---|---:|---:|---|")
@@ -144,16 +134,12 @@ def run_generated(examples: int) -> int:
         except Exception as error:  # noqa: BLE001 - reported, the other properties still run
             outcome = f"FAILED: {type(error).__name__}: {str(error)[:200]}"
             failed += 1
-        print(
-            f"| {name} | {examples} | {time.perf_counter() - started:.0f} | {outcome} |"
-        )
+        print(f"| {name} | {examples} | {time.perf_counter() - started:.0f} | {outcome} |")
     return 1 if failed else 0
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     corpora = commands.add_parser("corpora")
     corpora.add_argument("names", nargs="*")

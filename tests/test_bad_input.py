@@ -33,10 +33,7 @@ def inside_function(expression: str) -> bytes:
 
 
 def findings(data: bytes) -> list[tuple[int, int, str]]:
-    return [
-        (d.start.row, d.start.column, d.code)
-        for d in lint_bytes(data, "input.py", ALL_RULES)
-    ]
+    return [(d.start.row, d.start.column, d.code) for d in lint_bytes(data, "input.py", ALL_RULES)]
 
 
 def messages(data: bytes) -> list[tuple[str, str]]:
@@ -63,9 +60,7 @@ def messages(data: bytes) -> list[tuple[str, str]]:
         ),
         pytest.param(
             b"# -*- coding: latin-1 -*-\n"
-            + HAZARD.replace("import torch", "import torch  # caf\xe9").encode(
-                "latin-1"
-            ),
+            + HAZARD.replace("import torch", "import torch  # caf\xe9").encode("latin-1"),
             [(8, 9, "GML103")],
             id="latin-1 cookie",
         ),
@@ -82,12 +77,8 @@ def messages(data: bytes) -> list[tuple[str, str]]:
             FOUND,
             id="10 MB file with a huge literal",
         ),
-        pytest.param(
-            inside_function("+".join(["t"] * 1000)), [], id="a thousand-term sum"
-        ),
-        pytest.param(
-            inside_function("t" + ".add(1)" * 300), [], id="a 300-call method chain"
-        ),
+        pytest.param(inside_function("+".join(["t"] * 1000)), [], id="a thousand-term sum"),
+        pytest.param(inside_function("t" + ".add(1)" * 300), [], id="a 300-call method chain"),
         pytest.param(
             inside_function("(" * 190 + "t" + ")" * 190),
             [],
@@ -145,10 +136,7 @@ def test_odd_but_valid_files_give_the_findings_of_their_plain_twin(data, expecte
             id="600 brackets",
         ),
         pytest.param(
-            b"import torch\n"
-            + b"".join(b" " * i + b"if t:\n" for i in range(120))
-            + b" " * 120
-            + b"pass\n",
+            b"import torch\n" + b"".join(b" " * i + b"if t:\n" for i in range(120)) + b" " * 120 + b"pass\n",
             "GML001",
             "too many levels of indentation",
             None,
@@ -177,14 +165,10 @@ def test_paths_with_spaces_and_non_ascii_names(capsys, tree):
     (directory / "modèle d'entraînement.py").write_text(HAZARD)
     code, out, _ = run(capsys, ".")
     assert code == 1
-    assert out.splitlines()[0].startswith(
-        "my project/données/modèle d'entraînement.py:7:9: GML103 "
-    )
+    assert out.splitlines()[0].startswith("my project/données/modèle d'entraînement.py:7:9: GML103 ")
 
 
-def test_an_unreadable_file_is_reported_and_the_rest_still_linted(
-    capsys, tree, monkeypatch
-):
+def test_an_unreadable_file_is_reported_and_the_rest_still_linted(capsys, tree, monkeypatch):
     (tree / "a_locked.py").write_text("x = 1\n")
     (tree / "b_model.py").write_text(HAZARD)
     real_read_bytes = Path.read_bytes
@@ -231,9 +215,7 @@ def test_a_missing_path_exits_2_naming_it(capsys, tree):
 
 
 def test_an_invalid_configuration_exits_2_naming_the_key(capsys, tree):
-    (tree / "pyproject.toml").write_text(
-        '[tool.gpumem-lint]\nselect = ["GML1"]\nline-lenght = 3\n'
-    )
+    (tree / "pyproject.toml").write_text('[tool.gpumem-lint]\nselect = ["GML1"]\nline-lenght = 3\n')
     (tree / "model.py").write_text(HAZARD)
     code, _, err = run(capsys, ".")
     assert code == 2

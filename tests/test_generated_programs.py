@@ -14,12 +14,7 @@ from gpumem_lint.rules import ALL_RULES
 # Generated programs rarely mention torch, so every rule's pre-filter is opened by this prefix.
 PREFIX = "import torch\nimport numpy as np\n"
 # Examples whose findings carry fixes: appended to generated code so that fixes really run.
-FIXABLE = [
-    example.code
-    for rule in ALL_RULES
-    for example in rule.INVALID
-    if example.fixed is not None
-]
+FIXABLE = [example.code for rule in ALL_RULES for example in rule.INVALID if example.fixed is not None]
 BOUNDED = settings(
     max_examples=40,
     deadline=None,

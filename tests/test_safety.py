@@ -32,22 +32,14 @@ def test_check_writes_nothing_outside_its_cache(capsys, tree):
         main(["--output-format", "concise", "."])
     capsys.readouterr()
     written = {path for path in set(snapshot(tree).items()) ^ set(before.items())}
-    assert all(
-        Path(path).parts[0].startswith(".gpumem_lint_cache") for path, _ in written
-    ), written
+    assert all(Path(path).parts[0].startswith(".gpumem_lint_cache") for path, _ in written), written
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {
-        str(path.relative_to(root)): path.read_bytes()
-        for path in sorted(root.rglob("*"))
-        if path.is_file()
-    }
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
 
 
-def test_an_interrupted_fix_leaves_the_old_file_and_no_temporary(
-    capsys, tree, monkeypatch
-):
+def test_an_interrupted_fix_leaves_the_old_file_and_no_temporary(capsys, tree, monkeypatch):
     model = tree / "model.py"
     model.write_text(
         "import torch\n\ndef augment(path):\n    t = torch.load(path)\n    original = t.numpy()\n    t.mul_(2)\n    return original.mean(), t.mean()\n"
