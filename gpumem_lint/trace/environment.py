@@ -1,7 +1,10 @@
 """Environment variables written after the moment that reads them, and forks after the CUDA driver started.
 
-`sys.addaudithook` sees every `os.putenv`/`os.unsetenv` (`os.environ[...] = ...` calls putenv) and `os.fork`.
-Which event locks which variable, and what a late write does, is the static rules' lock-in table
+`os.putenv`/`os.unsetenv` are wrapped (`os.environ[...] = ...`, `.update`, `del`, `.pop` call them through the os
+module's globals), forks are seen through `os.register_at_fork`, and the calls that start a new program
+(subprocess, exec, spawn) are wrapped too. Not `sys.addaudithook`: an audit hook runs Python code on every
+`id()` call (`builtins.id` is an audit event), and torch's `Tensor.__hash__` calls `id()`, so it slowed every
+traced training step. Which event locks which variable, and what a late write does, is the static rules' lock-in table
 (gpumem_lint/knowledge/lockin.toml). Events are known two ways: the tracer's wrappers record where they happened
 (import torch, is_available(), torch.cuda initialisation, init_process_group), and at each write the state of
 torch is asked directly, which also covers paths no wrapper sees (a first allocation).
@@ -9,6 +12,9 @@ torch is asked directly, which also covers paths no wrapper sees (a first alloca
 
 from __future__ import annotations
 
+import functools
+import os
+import subprocess
 import sys
 
 from gpumem_lint.knowledge.lockin import lockin_table
@@ -17,8 +23,9 @@ from gpumem_lint.trace.findings import Finding, FindingLog
 from gpumem_lint.trace.sites import Site, SiteFinder
 
 
-#: Audit events that start a program which reads its environment afresh.
-_LAUNCH_EVENTS = frozenset({"subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.system"})
+#: os functions that start a program which reads its environment afresh (the other exec* and spawn* functions
+#: call these through the os module's globals).
+_LAUNCHERS = ("system", "execv", "execve", "posix_spawn", "posix_spawnp")
 
 
 class Environment:
@@ -39,21 +46,32 @@ class Environment:
         if event not in self.events:
             self.events[event] = self.sites.user_site()
 
-    # -- the audit hook ------------------------------------------------------------------------------------
+    # -- hooks -----------------------------------------------------------------------------------------------
 
-    def audit(self, event: str, args: tuple) -> None:
-        if event == "os.putenv" or event == "os.unsetenv":
-            try:
-                self._on_write(_text(args[0]), _text(args[1]) if event == "os.putenv" else None)
-            except Exception as error:  # noqa: BLE001 - an audit hook that raises would fail the program's putenv
-                self._warn_once(f"environment tracing stopped after an internal error ({error!r})")
-        elif event in _LAUNCH_EVENTS:
-            self.launched()
-        elif event == "os.fork":
-            try:
-                self.fork_site = self.sites.user_site() if self._driver_started() else None
-            except Exception:  # noqa: BLE001
-                self.fork_site = None
+    def install(self, undo: list) -> None:
+        """Wrap the environment writers and program launchers; `undo` collects how to put them back."""
+        for name, on_call in (("putenv", self._on_putenv), ("unsetenv", self._on_unsetenv)):
+            _wrap(os, name, on_call, undo)
+        for name in _LAUNCHERS:
+            if hasattr(os, name):
+                _wrap(os, name, lambda *args, **kwargs: self.launched(), undo)
+        _wrap(subprocess.Popen, "__init__", lambda *args, **kwargs: self.launched(), undo)
+        os.register_at_fork(before=self._before_fork, after_in_child=self.after_fork_in_child)
+
+    def _on_putenv(self, name, value) -> None:
+        self._guarded(lambda: self._on_write(_text(name), _text(value)))
+
+    def _on_unsetenv(self, name) -> None:
+        self._guarded(lambda: self._on_write(_text(name), None))
+
+    def _before_fork(self) -> None:
+        self._guarded(lambda: setattr(self, "fork_site", self.sites.user_site() if self._driver_started() else None))
+
+    def _guarded(self, record) -> None:
+        try:
+            record()
+        except Exception as error:  # noqa: BLE001 - the program's putenv or fork must go on
+            self._warn_once(f"environment tracing stopped after an internal error ({error!r})")
 
     def _on_write(self, name: str, value: str | None) -> None:
         for row in self._table.variables:
@@ -133,6 +151,19 @@ def _observed_now(event: str) -> bool:
     if event == "process_group_init":
         return torch.distributed.is_available() and torch.distributed.is_initialized()
     return False
+
+
+def _wrap(owner, name: str, before, undo: list) -> None:
+    """Replace owner.name by a function that calls `before(*args)` and then the original."""
+    original = getattr(owner, name)
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        before(*args, **kwargs)
+        return original(*args, **kwargs)
+
+    setattr(owner, name, wrapper)
+    undo.append(lambda: setattr(owner, name, original))
 
 
 def _text(value) -> str:

@@ -1,7 +1,7 @@
 """One traced process: the hooks it installs, when, and the records it leaves.
 
-Before the program runs, only torch-free hooks go in: the audit hook (environment writes, forks), fork and
-`os._exit` handlers, the spawn command line. The storage tracker and the torch patches go in right after the
+Before the program runs, only torch-free hooks go in: environment writes and program launches (environment.py),
+fork and `os._exit` handlers, the spawn command line. The storage tracker and the torch patches go in right after the
 program's own first `import torch` finishes, so the program imports torch exactly when it would without us.
 
 Child processes write their findings to `<records>/<pid>.json`; the parent merges them at the end. Fork children
@@ -46,7 +46,7 @@ class Session:
     # -- installation --------------------------------------------------------------------------------------
 
     def install(self) -> None:
-        sys.addaudithook(self.environment.audit)
+        self.environment.install([])  # never undone: this process is traced to its end
         os.register_at_fork(after_in_child=self._after_fork_in_child)
         os._exit = self._exit
         from gpumem_lint.trace.children import trace_spawn_children
@@ -120,7 +120,6 @@ class Session:
             self.tracker.in_child = True
         self.log.clear()  # the parent reports its own findings
         self.evidence.clear()
-        self.environment.after_fork_in_child()
 
     def _exit(self, code: int) -> None:
         try:
