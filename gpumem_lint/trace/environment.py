@@ -82,7 +82,7 @@ class Environment:
             happened = self._happened(row.event)
             if happened is None:
                 continue
-            event = self._table.events[row.event]
+            event = self._table.events[happened[0]]  # what happened, which implies the row's event
             where = f" at {happened[1]}" if happened[1] else ""
             action = "unset" if value is None else "set"
             self._late_writes.append(
