@@ -145,6 +145,30 @@ def score(batches, fn):
                     continue
                 reported.add(id(write.node))
                 yield Report(write.node, f"{write_text(ctx, write)} {self._consequence(ctx, model, crossing)}")
+            yield from self._refilled_each_call(ctx, facts, reported)
+
+    @staticmethod
+    def _refilled_each_call(ctx: FileContext, facts, reported: set[int]) -> Iterator[Report]:
+        """`buf.copy_(chunk); q.put(buf)` on a buffer that outlives the call (a parameter,
+        `self.buf`): the next call refills the memory the previous message points to."""
+        if not facts.scope.is_function:
+            return
+        for crossing in facts.processes.crossings:
+            if crossing.kind not in ("queue", "pipe") or crossing in facts.processes.finished:
+                continue
+            sent = [h.storage for h in crossing.sent.handles if h.role is None and h.tensor]
+            for write in facts.writes:
+                if id(write.node) in reported or write.module or write.rebinds or write.storage.origin == "fresh":
+                    continue
+                if ctx.line(write.node) >= ctx.line(crossing.node) or not any(write.storage.related(s) for s in sent):
+                    continue
+                reported.add(id(write.node))
+                yield Report(
+                    write.node,
+                    f"{write_text(ctx, write)} refills a tensor that {crossing_text(ctx, crossing)} then hands to "
+                    f"another process, and the tensor outlives `{facts.scope.name}` (`{write.storage.label}`): the "
+                    "next call refills the memory the previous message still points to, in shared memory",
+                )
 
     @staticmethod
     def _consequence(ctx: FileContext, model, crossing: Crossing) -> str:

@@ -38,6 +38,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 START_METHODS = frozenset({"fork", "spawn", "forkserver"})
+#: Names the alias analysis reads as places, but that hold no tensor: `q.put(("done", None))`.
+_CONSTANTS = frozenset({"None", "True", "False"})
 #: A start method chosen by an expression we cannot evaluate.
 UNKNOWN_METHOD = "?"
 
@@ -295,7 +297,11 @@ class ProcessSemantics:
     def _open_crossing(self, crossing: Crossing, state: State) -> None:
         if self._loops:
             crossing.several = True
-        handles = frozenset(self._sent(handle, crossing) for handle in crossing.sent.handles if handle.role is None)
+        handles = frozenset(
+            self._sent(handle, crossing)
+            for handle in crossing.sent.handles
+            if handle.role is None and handle.storage.label not in _CONSTANTS
+        )
         if handles:
             state.held[_place(crossing)] = handles
             self._open.append(crossing)
