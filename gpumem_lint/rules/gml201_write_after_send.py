@@ -20,7 +20,9 @@ class WriteAfterSend(Rule):
     not yet waited for: after `q.put(t)` / `conn.send(t)`, after `pool.apply_async(f, (t,))`
     / `executor.submit(f, t)` (until `.get()` / `.result()` / leaving the `with` block),
     and after `Process(target=f, args=(t,)).start()` under spawn or forkserver (until
-    `p.join()`). Tensors inside the tuples, lists and dicts handed over count too.
+    `p.join()`). Tensors inside the tuples, lists and dicts handed over count too. Also
+    flagged: a buffer that outlives the function — a parameter, `self.staging` — refilled in
+    place and then put on a queue, so each call refills the memory of the previous message.
 
     ## Why is this bad?
     Handing a CPU tensor to another process pickles it, and torch's pickler moves the
