@@ -175,6 +175,11 @@ def score(batches, fn):
     @staticmethod
     def _consequence(ctx: FileContext, model, crossing: Crossing) -> str:
         where = crossing_text(ctx, crossing)
+        if crossing.kind in ("queue", "pipe") and any(h.ndarray for h in crossing.sent.handles):
+            return (
+                f"writes in place memory that {where} handed to another process through a numpy array: the "
+                "message is pickled later, from a feeder thread, so the receiver may get these new values"
+            )
         if crossing.kind == "queue":
             return (
                 f"writes in place a tensor that {where} handed to another process: pickling moved its memory into "

@@ -187,6 +187,8 @@ class ProcessSemantics:
             return
         if handle.partial and write.partial and handle.index and write.index and handle.index != write.index:
             return  # `q.put(x[0])` then `x[1].add_(1)`: another row
+        if handle.ndarray and crossing.kind in ("process", "spawn"):
+            return  # an ndarray argument is pickled by value when the process starts
         self._crossed.setdefault((id(write), id(crossing)), (write, crossing))
 
     def _processes_result(self) -> ProcessFacts:
