@@ -226,6 +226,8 @@ class ProcessSemantics:
             context = _keyword(node, "mp_context")
             if context is not None:
                 start_method = self._context_method(context, state)
+        if kind == "pipe":  # `a, b = mp.Pipe()`: both ends unpack to the connection object
+            return Value(self._object(node, ProcessObject(kind, start_method)).handles, container=True)
         if kind != "process":
             return self._object(node, ProcessObject(kind, start_method))
         # Process(group=None, target=None, name=None, args=(), kwargs={}, *, daemon=None)
