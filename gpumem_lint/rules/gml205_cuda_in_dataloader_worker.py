@@ -7,6 +7,7 @@ from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.datasets import datasets, self_attribute
 from gpumem_lint.semantic.devices import CudaUses, cuda_call, cuda_names
+from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS
 from gpumem_lint.semantic.walk import Walker
 
 
@@ -124,7 +125,15 @@ loader = DataLoader(Features(), batch_size=64, num_workers=4)
             where = f"`{cls.name}` is loaded with workers by `DataLoader` at line {ctx.line(loader.node)}"
             if calls.found:
                 call = _first(ctx, calls.found)
-                yield Report(call, f"`{ctx.code(call)}` runs in DataLoader worker processes ({where}): {_consequence(spawned)}")
+                consequence = _consequence(spawned)
+                site = None if spawned else ctx.program_order.first_event_before(loader.node, CUDA_INIT_EVENTS)
+                if site is not None:
+                    consequence = (
+                        f"the main process initialised CUDA (`{site.call}`, {site.where()}) before the DataLoader, so "
+                        "a forked worker (the default on Linux up to Python 3.13) raises `Cannot re-initialize CUDA "
+                        "in forked subprocess` here"
+                    )
+                yield Report(call, f"`{ctx.code(call)}` runs in DataLoader worker processes ({where}): {consequence}")
             elif reads.found:
                 read = _first(ctx, reads.found)
                 made = held.made[read.attr.value]
