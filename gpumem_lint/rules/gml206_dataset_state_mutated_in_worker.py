@@ -179,14 +179,15 @@ class _Mutations(Walker):
 
 def _main_process_reader(cls: DatasetClass, worker: dict, attribute: str, found: Datasets, ctx: FileContext) -> str | None:
     """Where the main process reads the attribute: a method that does not run in workers, or
-    `dataset.attr` on an instance of the class."""
+    `dataset.attr` on an instance of the class (also `loader.dataset.attr`)."""
     for name, method in cls.methods.items():
         if name in worker or name == "__init__":
             continue
         if _reads(method.body, "self", attribute):
             return f"`{name}()` (line {ctx.line(method)})"
     instances = {name for name, owner in found.instances.items() if owner == cls.name}
-    for instance in instances:
+    instances.update(place for loader in found.loaders_of(cls) for place in loader.dataset_places)  # `loader.dataset`
+    for instance in sorted(instances):
         reader = _first_read(ctx.module, instance, attribute)
         if reader is not None:
             return f"`{ctx.code(reader)}` (line {ctx.line(reader)})"
