@@ -159,18 +159,19 @@ CASES = {
 }
 
 
-def run_snippet(tmp_path, source: str):
+def run_snippet(tmp_path, source: str, *, max_ops=None, warn_once=pytest.fail, expect_active=True):
     path = tmp_path / "snippet.py"
     path.write_text(source, encoding="utf-8")
     sites, log, evidence = SiteFinder(), FindingLog(), FindingLog()
-    tracker = Tracker(sites, log, evidence, warn_once=pytest.fail)
+    tracker = Tracker(sites, log, evidence, warn_once=warn_once)
+    tracker.max_ops = max_ops
     uninstall = patches.install(tracker, Environment(sites, log, pytest.fail))
     try:
         with StorageMode(tracker):
             exec(compile(source, str(path), "exec"), {"__name__": "snippet"})
     finally:
         uninstall()
-    assert tracker.active, "the tracker stopped itself"
+    assert tracker.active == expect_active
     return log, evidence
 
 
@@ -193,6 +194,27 @@ def test_view_read_after_base_write_is_kept_as_evidence(tmp_path):
     [finding] = list(evidence)
     assert (finding.code, finding.site.line) == ("GML103", 5)
     assert [(label, site.line) for label, site in finding.related] == [("view made", 4), ("read", 6)]
+
+
+SNAPSHOT = CASES["detach snapshot read after a write through the original"]
+
+
+def test_tracing_stops_after_max_ops_and_the_program_goes_on(tmp_path):
+    source = textwrap.dedent(SNAPSHOT) + "assert delta.tolist() == [0.0, 0.0, 0.0]\n"
+    log, _ = run_snippet(tmp_path, source, max_ops=1, expect_active=False)
+    assert list(log) == []
+
+
+def test_an_internal_failure_warns_once_and_fails_open(tmp_path, monkeypatch):
+    def broken(*args):
+        raise KeyError("tracer bug")
+
+    monkeypatch.setattr(Tracker, "_register_views", broken)
+    warnings = []
+    source = textwrap.dedent(SNAPSHOT) + "assert delta.tolist() == [0.0, 0.0, 0.0]\n"
+    log, _ = run_snippet(tmp_path, source, warn_once=warnings.append, expect_active=False)
+    assert len(warnings) == 1 and "tracer bug" in warnings[0]
+    assert list(log) == []
 
 
 def test_hooks_are_removed_after_uninstall(tmp_path):

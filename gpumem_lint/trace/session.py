@@ -35,7 +35,6 @@ class Session:
         self.evidence = FindingLog()
         self.environment = Environment(self.sites, self.log, self.warn_once)
         self.tracker = None
-        self.uninstall = None
         self.pid = os.getpid()
         self.is_child = False
         self._warned = False
@@ -68,7 +67,7 @@ class Session:
             if self.max_seconds is not None:
                 tracker.deadline = time.monotonic() + self.max_seconds
             tracker.in_child = self.is_child
-            self.uninstall = patches.install(tracker, self.environment)
+            patches.install(tracker, self.environment)  # for the rest of the run: never undone
             StorageMode(tracker).__enter__()  # stays on this thread's mode stack for the rest of the run
             self.tracker = tracker
         except Exception as error:  # noqa: BLE001 - fail open
