@@ -191,3 +191,23 @@ def test_runtime_findings_are_the_marked_lines(runs, name):
     for finding in findings:
         assert finding["status"] in {"confirmed", "runtime-only", "reached-not-observed", "not-reached"}
         assert all({"filename", "location", "message"} <= set(related) for related in finding["related"])
+
+
+def test_missing_torch_is_a_usage_error_and_nothing_runs(tmp_path):
+    marker = tmp_path / "ran"
+    script = tmp_path / "train.py"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    blocker = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'torch':\n"
+        "            raise ImportError('blocked')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from gpumem_lint.cli import main\n"
+        "main(['trace', sys.argv[1]])\n"
+    )
+    result = _run([sys.executable, "-c", blocker, str(script)], tmp_path)
+    assert result.returncode == 2
+    assert "needs PyTorch" in result.stderr and "gpumem-lint[trace]" in result.stderr
+    assert not marker.exists()

@@ -42,7 +42,7 @@ class UsageError(Exception):
 
 def run_trace(options: TraceOptions) -> None:
     """Never returns: the process ends with the program's exit status (see the module docstring)."""
-    if importlib.util.find_spec("torch") is None:
+    if not _importable("torch"):
         raise UsageError("`gpumem-lint trace` needs PyTorch in this environment: pip install 'gpumem-lint[trace]'")
     if options.output_file is not None:
         _check_writable(options.output_file)
@@ -106,6 +106,13 @@ def _report(session, options: TraceOptions) -> bool:
         return any(d.source == "trace" for d in diagnostics)
     except Exception as error:  # noqa: BLE001 - the program's own exit code must survive our failure
         print(f"gpumem-lint trace: error: could not write the report ({error!r})", file=sys.stderr)
+        return False
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:
         return False
 
 
