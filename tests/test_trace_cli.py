@@ -118,7 +118,7 @@ def _gpumem_lint(*args: str) -> list[str]:
 
 def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=environment, timeout=240)
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=environment, timeout=240, check=False)
 
 
 def _pair(script: Path, args: list[str], cwd: Path, report: Path, module: str | None = None):

@@ -14,11 +14,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from gpumem_lint.trace import patches  # noqa: E402
-from gpumem_lint.trace.environment import Environment  # noqa: E402
-from gpumem_lint.trace.findings import FindingLog  # noqa: E402
-from gpumem_lint.trace.sites import SiteFinder  # noqa: E402
-from gpumem_lint.trace.tracker import StorageMode, Tracker  # noqa: E402
+from gpumem_lint.trace import patches
+from gpumem_lint.trace.environment import Environment
+from gpumem_lint.trace.findings import FindingLog
+from gpumem_lint.trace.sites import SiteFinder
+from gpumem_lint.trace.tracker import StorageMode, Tracker
 
 MARK = re.compile(r"#\s*trace:\s*(GML\d{3})")
 
@@ -168,7 +168,7 @@ def run_snippet(tmp_path, source: str, *, max_ops=None, warn_once=pytest.fail, e
     uninstall = patches.install(tracker, Environment(sites, log, pytest.fail))
     try:
         with StorageMode(tracker):
-            exec(compile(source, str(path), "exec"), {"__name__": "snippet"})
+            exec(compile(source, str(path), "exec"), {"__name__": "snippet"})  # noqa: S102 - the snippet under test
     finally:
         uninstall()
     assert tracker.active == expect_active

@@ -22,7 +22,6 @@ from gpumem_lint.trace.codes import CODES
 from gpumem_lint.trace.findings import Finding, FindingLog
 from gpumem_lint.trace.sites import Site, SiteFinder
 
-
 #: os functions that start a program which reads its environment afresh (the other exec* and spawn* functions
 #: call these through the os module's globals).
 _LAUNCHERS = ("system", "execv", "execve", "posix_spawn", "posix_spawnp")

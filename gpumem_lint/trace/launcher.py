@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import itertools
 import os
 import runpy
 import sys
@@ -45,7 +46,7 @@ def run_script(path: str, args: list[str]) -> Outcome:
     def body() -> None:
         # dont_inherit: our own `from __future__` imports must not leak into the user's code.
         code = compile(source, absolute, "exec", dont_inherit=True)
-        exec(code, main.__dict__)
+        exec(code, main.__dict__)  # noqa: S102 - running the program is the point
 
     return _run(body)
 
@@ -131,7 +132,7 @@ def _strip_own_frames(error: BaseException | None, seen: set[int]) -> None:
             leading = after_own = False
             entries.append(tb)
         tb = tb.tb_next
-    for first, second in zip(entries, entries[1:]):
+    for first, second in itertools.pairwise(entries):
         first.tb_next = second
     if entries:
         entries[-1].tb_next = None

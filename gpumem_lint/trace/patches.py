@@ -9,9 +9,9 @@ tracing (fail open) and never changes what the program sees.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 import multiprocessing.queues
 import multiprocessing.reduction
+from collections.abc import Callable
 
 import torch
 

@@ -126,7 +126,7 @@ class Session:
                 self.write_child_records()
             elif self.on_os_exit is not None:
                 code = self.on_os_exit(code)
-        except Exception:  # noqa: BLE001 - the exit must happen whatever we fail at
+        except Exception:  # noqa: BLE001, S110 - the exit must happen whatever we fail at
             pass
         self._real_exit(code)
 

@@ -50,7 +50,7 @@ _ANCESTRY_LIMIT = 64
 class Alias:
     """A tensor that shares the storage of the tensor it was made from."""
 
-    __slots__ = ("ref", "kind", "site", "parent")
+    __slots__ = ("kind", "parent", "ref", "site")
 
     def __init__(self, ref, kind: str, site: Site | None, parent: int) -> None:
         self.ref = ref
@@ -434,7 +434,7 @@ def _overlap(a, b) -> bool:
 
 
 class _Span:
-    __slots__ = ("low", "high")
+    __slots__ = ("high", "low")
 
     def __init__(self, low: int, high: int) -> None:
         self.low, self.high = low, high
