@@ -1,4 +1,4 @@
-"""Re-measure the process-boundary facts the GML2xx rules rely on (docs/facts.md F11-F17).
+"""Re-measure the process-boundary facts the GML2xx rules rely on (docs/facts.md F11-F19).
 
 CPU facts run here; the CUDA facts (F14, F15) are checked against the recorded GPU run in
 bench/gpu/process_probe.json, and re-measured by tests/gpu/test_process_probe_gpu.py on a GPU.
@@ -9,6 +9,8 @@ from __future__ import annotations
 import inspect
 import json
 import multiprocessing
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,3 +122,24 @@ def test_f16_dataloader_workers_update_their_own_copy():
     assert dataset.count == 0
     assert dataset.plain.sum().item() == 0.0
     assert dataset.shared.sum().item() == 4.0
+
+
+_UNGUARDED = """
+import multiprocessing
+
+def work(x):
+    return x
+
+child = multiprocessing.get_context("spawn").Process(target=work, args=(1,))
+child.start()
+child.join()
+print("exitcode", child.exitcode)
+"""
+
+
+def test_f19_top_level_start_is_run_again_by_a_spawn_child(tmp_path):
+    script = tmp_path / "launch.py"
+    script.write_text(_UNGUARDED)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False)
+    assert "finished its bootstrapping phase" in done.stderr
+    assert "exitcode 1" in done.stdout

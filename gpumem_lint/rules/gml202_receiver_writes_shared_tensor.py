@@ -112,7 +112,8 @@ def worker(rank, batch):
     batch = batch.cuda()
     batch.mul_(2)
 
-mp.spawn(worker, args=(torch.ones(3),), nprocs=2)
+if __name__ == "__main__":
+    mp.spawn(worker, args=(torch.ones(3),), nprocs=2)
 """,
     )
     INVALID = (

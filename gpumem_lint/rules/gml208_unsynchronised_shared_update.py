@@ -77,8 +77,9 @@ def worker(rank, loader, seen, lock):
         with lock:
             seen += len(batch)
 
-seen = torch.zeros(1).share_memory_()
-mp.spawn(worker, args=(None, seen, mp.Lock()), nprocs=4)
+if __name__ == "__main__":
+    seen = torch.zeros(1).share_memory_()
+    mp.spawn(worker, args=(None, seen, mp.Lock()), nprocs=4)
 """,
         """
 import torch
@@ -87,9 +88,10 @@ import torch.multiprocessing as mp
 def worker(rank, results):
     results[rank] = rank * 2
 
-results = torch.zeros(4)
-results.share_memory_()
-mp.spawn(worker, args=(results,), nprocs=4)
+if __name__ == "__main__":
+    results = torch.zeros(4)
+    results.share_memory_()
+    mp.spawn(worker, args=(results,), nprocs=4)
 """,
     )
     INVALID = (
@@ -102,9 +104,10 @@ def worker(rank, loader, seen):
     for batch in loader:
         seen += len(batch)
 
-seen = torch.zeros(1)
-seen.share_memory_()
-mp.spawn(worker, args=(None, seen), nprocs=4)
+if __name__ == "__main__":
+    seen = torch.zeros(1)
+    seen.share_memory_()
+    mp.spawn(worker, args=(None, seen), nprocs=4)
 """,
             (7,),
         ),

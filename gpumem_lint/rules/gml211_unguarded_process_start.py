@@ -1,0 +1,141 @@
+from collections.abc import Iterator
+
+import libcst as cst
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._boundaries import crossing_text, process_model, start_method_text
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.walk import Walker
+
+_STARTS_PROCESSES = ("process", "spawn", "pool", "executor")
+
+
+class UnguardedProcessStart(Rule):
+    """
+    ## What it does
+    Flags processes started by a module's top-level code — `mp.spawn(...)`,
+    `Process(...).start()`, a `Pool` or `ProcessPoolExecutor` — outside
+    `if __name__ == "__main__":`, when they start with spawn or forkserver: chosen by the
+    code (`torch.multiprocessing.spawn` always spawns) or by default (forkserver is the
+    stdlib default on Linux from Python 3.14; spawn on macOS and Windows).
+
+    ## Why is this bad?
+    A spawn or forkserver child starts a fresh interpreter and imports the main module
+    again to find the function it runs. Top-level code runs again with it, reaches the same
+    launch, and the child fails with `RuntimeError: An attempt has been made to start a new
+    process before the current process has finished its bootstrapping phase`
+    ([docs/facts.md](../docs/facts.md) F19). Scripts written for fork break the day the
+    start method changes — for instance when they move to Python 3.14.
+
+    ## Example
+    ```python
+    def train(rank):
+        ...
+
+    mp.spawn(train, nprocs=4)
+    ```
+
+    ## Use instead
+    ```python
+    def train(rank):
+        ...
+
+    if __name__ == "__main__":
+        mp.spawn(train, nprocs=4)
+    ```
+
+    ## Fix safety
+    There is no automatic fix yet: everything the launch needs at top level (argument
+    parsing, data preparation) usually belongs under the guard too.
+
+    ## References
+    - [multiprocessing programming guidelines: safe importing of main module](https://docs.python.org/3/library/multiprocessing.html#multiprocessing-programming)
+    """
+
+    code = "GML211"
+    name = "unguarded-process-start"
+    severity = Severity.ERROR
+    summary = "Processes started by top-level code that spawn children re-run on import"
+    fix_title = "Start the processes under `if __name__ == \"__main__\":`"
+    triggers = ("multiprocessing", "ProcessPoolExecutor")
+    VALID = (
+        """
+import torch.multiprocessing as mp
+
+def train(rank):
+    pass
+
+if __name__ == "__main__":
+    mp.spawn(train, nprocs=4)
+""",
+        """
+import multiprocessing as mp
+
+def work(x):
+    return x * 2
+
+with mp.Pool(4) as pool:
+    print(pool.map(work, range(8)))
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch.multiprocessing as mp
+
+def train(rank):
+    pass
+
+mp.spawn(train, nprocs=4)
+""",
+            (7,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        model = process_model(ctx)
+        guarded = _guarded_nodes(ctx.module)
+        reported = set()
+        for facts, crossing in model.crossings():
+            if facts.scope.is_function or crossing.kind not in _STARTS_PROCESSES:
+                continue
+            launch = crossing.launcher or crossing.node
+            method = model.start_method(crossing)
+            if method.name not in ("spawn", "forkserver") or id(launch) in guarded or id(launch) in reported:
+                continue
+            reported.add(id(launch))
+            yield Report(
+                launch,
+                f"{crossing_text(ctx, crossing)} starts processes from top-level code with "
+                f"{start_method_text(method)}: each child imports this module again, re-runs this launch, and fails "
+                "with `RuntimeError: An attempt has been made to start a new process before the current process has "
+                "finished its bootstrapping phase`",
+            )
+
+
+def _guarded_nodes(module: cst.Module) -> set[int]:
+    """Ids of every node under a top-level `if __name__ == "__main__":`."""
+    collector = _AllNodes()
+    for statement in module.body:
+        if isinstance(statement, cst.If) and _is_main_guard(statement.test):
+            collector.walk(statement.body)
+    return collector.ids
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    names = {side.value for side in sides if isinstance(side, cst.Name)}
+    strings = {side.evaluated_value for side in sides if isinstance(side, cst.SimpleString)}
+    return names == {"__name__"} and strings == {"__main__"} and isinstance(test.comparisons[0].operator, cst.Equal)
+
+
+class _AllNodes(Walker):
+    def __init__(self) -> None:
+        self.ids: set[int] = set()
+
+    def walk(self, node: cst.CSTNode) -> None:
+        self.ids.add(id(node))
+        super().walk(node)
