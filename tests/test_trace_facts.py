@@ -1,0 +1,103 @@
+"""The facts the tracer relies on (docs/facts.md, T1-T6), re-measured on the installed torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")
+
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+
+class Recorder(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.outputs = []
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.outputs.append((str(func), out))
+        return out
+
+
+def test_t1_data_and_detach_reach_a_mode_as_the_same_op():
+    x = torch.ones(3)
+    with Recorder() as mode:
+        x.data  # noqa: B018 - the attribute read is the operation under test
+        x.detach()
+    assert [name for name, _ in mode.outputs] == ["aten.detach.default", "aten.detach.default"]
+
+
+def test_t2_from_numpy_makes_a_new_storage_around_the_same_memory():
+    array = np.zeros(4, dtype=np.float32)
+    first, second = torch.from_numpy(array), torch.from_numpy(array)
+    assert torch._C._storage_id(first) != torch._C._storage_id(second)
+    assert first.untyped_storage().data_ptr() == second.untyped_storage().data_ptr() == array.ctypes.data
+
+
+def test_t3_an_audit_hook_runs_on_every_id_call_tensor_hash_included():
+    program = textwrap.dedent(
+        """
+        import sys, torch
+        events = []
+        tensor = torch.ones(1)
+        sys.addaudithook(lambda event, args: events.append(event) if event == "builtins.id" else None)
+        before = len(events)
+        hash(tensor)
+        {tensor: 1}
+        print(len(events) - before)
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert int(result.stdout) >= 2
+
+
+def test_t4_environ_writes_go_through_the_os_module_putenv_and_unsetenv(monkeypatch):
+    import os
+
+    calls = []
+    monkeypatch.setattr(os, "putenv", lambda key, value: calls.append(("put", key)))
+    monkeypatch.setattr(os, "unsetenv", lambda key: calls.append(("unset", key)))
+    os.environ["GPUMEM_LINT_T4"] = "1"
+    os.environ.update(GPUMEM_LINT_T4="2")
+    del os.environ["GPUMEM_LINT_T4"]
+    assert calls == [("put", b"GPUMEM_LINT_T4"), ("put", b"GPUMEM_LINT_T4"), ("unset", b"GPUMEM_LINT_T4")]
+
+
+def test_t5_a_mode_that_does_not_skip_dynamo_does_not_import_it_on_the_first_op():
+    program = textwrap.dedent(
+        """
+        import sys, torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class Mode(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls):
+                return False
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+        before = "torch._dynamo" in sys.modules
+        with Mode():
+            torch.ones(2) + 1
+        print(before, "torch._dynamo" in sys.modules)
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "False"]
+
+
+def test_t6_storage_id_is_shared_by_views_and_not_by_copies():
+    x = torch.arange(6.0)
+    assert torch._C._storage_id(x) == torch._C._storage_id(x[2:].view(2, 2)) == torch._C._storage_id(x.detach())
+    assert torch._C._storage_id(x) != torch._C._storage_id(x.clone())
