@@ -7,7 +7,7 @@ For each corpus (bench/corpora.py) it runs, interleaved, `--rounds` times each:
 - floor:  start Python, import libcst, parse every file, on the same number of processes
           (and chunks) as the linter's pool;
 - cold:   `gpumem-lint check --no-cache` on the same files (what a first run costs);
-- warm:   the same with a cache filled by one run beforehand (an unchanged tree);
+- warm:   the same with a cache filled by the run just before it (an unchanged tree);
 - torchfix: `torchfix` from its own venv (it pins libcst < 1.6) on the same files, when given.
 
 Each run is a fresh process tree: wall time, CPU time (user + system of every process) and
@@ -58,6 +58,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="processes (default: all cores)")
     parser.add_argument("--torchfix", type=Path, help="the torchfix executable, in its own venv")
     parser.add_argument("--torchfix-corpus", action="append", default=[], help="corpora to run TorchFix on")
+    parser.add_argument("--torchfix-rounds", type=int, default=1, help="TorchFix is slow: in the first N rounds only")
     parser.add_argument("--no-warm", action="store_true", help="skip the warm (cached) runs")
     parser.add_argument("--json", type=Path, help="also write every sample here")
     args = parser.parse_args()
@@ -74,8 +75,6 @@ def main() -> int:
             lines = sum(_count_lines(path) for path in files)
             lists[name] = listing
             print(f"{name}: {len(files)} files, {lines:,} lines ({available[name]})", flush=True)
-            if not args.no_warm:
-                _run(_lint_command(listing, Path(scratch) / f"{name}.cache"), scratch)  # fills the cache
         for round_ in range(args.rounds):
             for name in names:
                 listing = lists[name]
@@ -85,9 +84,11 @@ def main() -> int:
                 }
                 if not args.no_warm:
                     modes["warm"] = _lint_command(listing, Path(scratch) / f"{name}.cache")
-                if args.torchfix and name in args.torchfix_corpus:
+                if args.torchfix and name in args.torchfix_corpus and round_ < args.torchfix_rounds:
                     modes["torchfix"] = [str(args.torchfix), "--jobs", str(args.jobs), "@" + str(listing)]
                 for mode, command in modes.items():
+                    if mode == "warm":  # refill first: other work on the tool's own files invalidates the cache
+                        _run(command, scratch)
                     sample = Sample(name, mode, round_, *_run(command, scratch), os.getloadavg()[0])
                     samples.append(sample)
                     print(
