@@ -221,3 +221,18 @@ def test_hooks_are_removed_after_uninstall(tmp_path):
     run_snippet(tmp_path, "import torch\nx = torch.ones(2).data\n")
     assert "data" not in torch.Tensor.__dict__
     assert torch.from_numpy.__module__ is None or "gpumem_lint" not in repr(torch.from_numpy)
+
+
+def test_storage_records_forget_freed_storages_whose_ids_may_be_reused():
+    from gpumem_lint.trace.tracker import StorageRecords
+
+    records = StorageRecords()
+    sent = torch.ones(4)
+    key = torch._C._storage_id(sent)
+    records.remember(sent, "sent at train.py:3")
+    view = sent[1:]
+    del sent
+    assert records.live(key) == "sent at train.py:3"  # a view keeps the storage alive
+    del view
+    assert records.live(key) is None
+    assert key not in records

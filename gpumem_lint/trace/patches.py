@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import torch
 
-from gpumem_lint.trace.tracker import Tracker, _storage_id
+from gpumem_lint.trace.tracker import Tracker
 
 
 def install(tracker: Tracker, environment) -> Callable[[], None]:
@@ -154,7 +154,7 @@ def _track_process_crossings(tracker: Tracker, undo: list) -> None:
     def share_memory_(self):
         result = original_share(self)
         if tracker.active:
-            _guarded(tracker, lambda: tracker.shared_on_purpose.add(_storage_id(self)))
+            _guarded(tracker, lambda: tracker.on_shared_on_purpose(self))
         return result
 
     _replace(torch.Tensor, "share_memory_", share_memory_, undo)

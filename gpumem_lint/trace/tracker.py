@@ -27,6 +27,7 @@ import weakref
 from dataclasses import dataclass
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from gpumem_lint.trace.codes import CODES
@@ -36,6 +37,27 @@ from gpumem_lint.trace.sites import Site, SiteFinder
 
 Tensor = torch.Tensor
 _storage_id = getattr(torch._C, "_storage_id", None) or (lambda t: t.untyped_storage()._cdata)
+
+
+class StorageRecords(dict):
+    """storage id -> value, for records that hold no tensor: each keeps a weak reference to its storage, so a
+    record never matches a new storage that reuses a freed one's id."""
+
+    def remember(self, tensor, value) -> None:
+        try:
+            reference = StorageWeakRef(tensor.untyped_storage())
+        except (RuntimeError, ValueError):  # no storage to refer to (meta, lazy-module placeholders)
+            return
+        self[_storage_id(tensor)] = (reference, value)
+
+    def live(self, storage: int, default=None):
+        entry = self.get(storage)
+        if entry is None:
+            return default
+        if entry[0].expired():
+            del self[storage]
+            return default
+        return entry[1]
 _in_backward = torch._C._current_autograd_node
 
 #: Aliases that exist to hold values (a snapshot, a gradient-free copy): reading new values through them is
@@ -99,16 +121,16 @@ class Tracker:
         self.aliases: dict[int, list[Alias]] = {}
         self.by_id: dict[int, Alias] = {}
         self.pending: dict[int, PendingRead] = {}
-        self.data_writes: dict[int, DataWrite] = {}
+        self.data_writes = StorageRecords()  # of DataWrite
         self.numpy_wraps: dict[int, list[NumpyWrap]] = {}
         self.watched: dict[int, NumpyWrap] = {}
         #: Torch-side writes per buffer address, so a numpy-side change is told apart from a torch write.
         self.write_epoch: dict[int, int] = {}
-        self.crossed: dict[int, Site | None] = {}
-        self.shared_on_purpose: set[int] = set()
+        self.crossed = StorageRecords()  # of the site where it was sent (None: not known)
+        self.shared_on_purpose = StorageRecords()  # of True
         #: In a child process: storages received from another process, and where (GML202 on write).
         self.in_child = False
-        self.received: dict[int, Site | None] = {}
+        self.received = StorageRecords()  # of the site where it was received (None: not known)
         self.next_detach_kind: str | None = None
         self.state_dict_depth = 0
         self.optimizer_depth = 0
@@ -219,7 +241,8 @@ class Tracker:
         aliases = self.aliases.get(storage)
         if aliases:
             site = self._stale_aliases(info, target, storage, aliases)
-        if self.crossed and storage in self.crossed and storage not in self.shared_on_purpose:
+        crossed = self.crossed.live(storage, False) if self.crossed else False
+        if crossed is not False and not self.shared_on_purpose.live(storage, False):
             site = site or self.sites.user_site()
             self.log.add(
                 Finding(
@@ -227,10 +250,11 @@ class Tracker:
                     f"in-place `{_short(info.name)}` wrote a tensor after it was sent to another process: the "
                     "receiver shares this memory, so it sees the write (or races with it)",
                     site,
-                    [("sent to another process", self.crossed[storage])] if self.crossed[storage] else [],
+                    [("sent to another process", crossed)] if crossed else [],
                 )
             )
-        if self.received and storage in self.received and not self.optimizer_depth:
+        received = self.received.live(storage, False) if self.received else False
+        if received is not False and not self.optimizer_depth:
             site = site or self.sites.user_site()
             self.log.add(
                 Finding(
@@ -238,13 +262,13 @@ class Tracker:
                     f"in-place `{_short(info.name)}` in a child process wrote a tensor its parent sent: the parent "
                     "shares this memory and sees the write",
                     site,
-                    [("received", self.received[storage])] if self.received[storage] else [],
+                    [("received", received)] if received else [],
                 )
             )
         own = self.by_id.get(id(target))
         if own is not None and own.kind == "data" and own.ref() is target:
             site = site or self.sites.user_site()
-            self.data_writes[storage] = DataWrite(_short(info.name), site, own.site)
+            self.data_writes.remember(target, DataWrite(_short(info.name), site, own.site))
 
     def _stale_aliases(self, info, target, storage: int, aliases: list[Alias]) -> Site | None:
         site = None
@@ -312,7 +336,8 @@ class Tracker:
                 storage = _storage_id(tensor)
             except RuntimeError:
                 return
-            write = self.data_writes.pop(storage, None)
+            write = self.data_writes.live(storage)
+            self.data_writes.pop(storage, None)
             if write is not None and _in_backward() is not None:
                 self.log.add(
                     Finding(
@@ -358,7 +383,7 @@ class Tracker:
     def on_data_assigned(self, tensor) -> None:
         """`x.data = y` swaps x's memory without a dispatch and without a version bump."""
         site = self.sites.user_site()
-        self.data_writes[_storage_id(tensor)] = DataWrite("x.data = ...", site, site)
+        self.data_writes.remember(tensor, DataWrite("x.data = ...", site, site))
 
     def on_serialized(self, tensors) -> None:
         for tensor in tensors:
@@ -367,14 +392,16 @@ class Tracker:
                 self._confirm_stale_read(pending)
 
     def on_received(self, tensor) -> None:
-        if self.in_child and isinstance(tensor, Tensor):
-            self.received.setdefault(_storage_id(tensor), self.sites.user_site())
+        if self.in_child and isinstance(tensor, Tensor) and self.received.live(_storage_id(tensor)) is None:
+            self.received.remember(tensor, self.sites.user_site())
 
     def on_crossing(self, tensors, site: Site | None) -> None:
         for tensor in tensors:
-            storage = _storage_id(tensor)
-            if self.crossed.get(storage) is None:
-                self.crossed[storage] = site
+            if self.crossed.live(_storage_id(tensor)) is None:  # keep the first known site
+                self.crossed.remember(tensor, site)
+
+    def on_shared_on_purpose(self, tensor) -> None:
+        self.shared_on_purpose.remember(tensor, True)
 
     # -- numpy ---------------------------------------------------------------------------------------------
 
@@ -444,6 +471,13 @@ class _Span:
 
 
 def _span(tensor) -> _Span:
+    try:
+        return _exact_span(tensor)
+    except (RuntimeError, ValueError):  # a tensor subclass that refuses metadata queries: assume it all
+        return _Span(0, 1 << 62)
+
+
+def _exact_span(tensor) -> _Span:
     size = tensor.element_size()
     low = tensor.storage_offset()
     if tensor.numel() == 0:
