@@ -131,6 +131,25 @@ CASES = {
         x[4:].add_(1)
         total = head.sum()
     """,
+    "empty_cache() in every optimizer step": """
+        import torch
+        model = torch.nn.Linear(2, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            model(torch.ones(1, 2)).sum().backward()
+            optimizer.step()
+            torch.cuda.empty_cache()  # trace: GML406
+    """,
+    "empty_cache() once per epoch": """
+        import torch
+        model = torch.nn.Linear(2, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(4):
+            for _ in range(3):
+                model(torch.ones(1, 2)).sum().backward()
+                optimizer.step()
+            torch.cuda.empty_cache()
+    """,
     "a training step with the usual in-place idioms": """
         import copy
         import torch
@@ -172,6 +191,7 @@ def run_snippet(tmp_path, source: str, *, max_ops=None, warn_once=pytest.fail, e
     finally:
         uninstall()
     assert tracker.active == expect_active
+    tracker.finish()
     return log, evidence
 
 

@@ -10,5 +10,6 @@ CODES = {
     "numpy": "GML106",  # from_numpy tensor read after its array was rewritten
     "process-boundary": "GML201",  # write-after-send: written after it was sent to another process
     "receiver-write": "GML202",  # a child writes a tensor its parent sent
+    "empty-cache": "GML406",  # torch.cuda.empty_cache() in every optimizer step
     "fork-after-cuda": "GML204",  # fork after the CUDA driver was initialised, CUDA then used in the child
 }

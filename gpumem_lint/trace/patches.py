@@ -28,6 +28,7 @@ def install(tracker: Tracker, environment) -> Callable[[], None]:
     _track_torch_save(tracker, undo)
     _track_process_crossings(tracker, undo)
     _track_cuda_events(environment, undo)
+    _track_empty_cache(tracker, undo)
 
     def uninstall() -> None:
         for step in reversed(undo):
@@ -106,6 +107,7 @@ def _track_optimizer_steps(tracker: Tracker, undo: list) -> None:
 
     def post(optimizer, args, kwargs):
         tracker.optimizer_depth = 0
+        tracker.steps += 1
 
     for handle in (register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)):
         undo.append(handle.remove)
@@ -215,6 +217,18 @@ def _track_cuda_events(environment, undo: list) -> None:
             return init_process_group(*args, **kwargs)
 
         _replace(torch.distributed, "init_process_group", traced_init_process_group, undo)
+
+
+def _track_empty_cache(tracker: Tracker, undo: list) -> None:
+    original = torch.cuda.empty_cache
+
+    @functools.wraps(original)
+    def empty_cache():
+        if tracker.active:
+            _guarded(tracker, tracker.on_empty_cache)
+        return original()
+
+    _replace(torch.cuda, "empty_cache", empty_cache, undo)
 
 
 def _tensors_in(obj, depth: int = 0):

@@ -83,6 +83,10 @@ class Session:
     def stop(self) -> None:
         if self.tracker is not None:
             self.tracker.active = False
+            try:
+                self.tracker.finish()
+            except Exception as error:  # noqa: BLE001 - fail open
+                self.warn_once(f"tracing could not finish ({error!r})")
         self.environment.flush()
 
     def findings(self) -> list[Finding]:

@@ -18,6 +18,7 @@ Hazard families and when they are confirmed:
 - GML201: an in-place write to a storage after it was sent to another process (and not made shareable on
   purpose with `share_memory_()`); GML202: in a child, an in-place write to a storage its parent sent (not
   during an optimizer step: Hogwild training writes shared parameters by design).
+- GML406: `torch.cuda.empty_cache()` called in every optimizer step, at least 3 in a row (judged at the end).
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ _in_backward = torch._C._current_autograd_node
 #: the hazard. "view" is not among them.
 SNAPSHOT_KINDS = frozenset({"detach", "data", "state_dict"})
 _SWEEP_EVERY = 4096
+#: `empty_cache()` in this many consecutive optimizer steps is reported as a per-step call.
+_EVERY_STEP_MINIMUM = 3
 #: A storage's alias list is pruned of dead tensors when it reaches this length (reads never prune it).
 _PRUNE_AT = 16
 _ANCESTRY_LIMIT = 64
@@ -134,6 +137,9 @@ class Tracker:
         self.next_detach_kind: str | None = None
         self.state_dict_depth = 0
         self.optimizer_depth = 0
+        #: Optimizer steps taken, and the steps in which each `torch.cuda.empty_cache()` site ran (GML406).
+        self.steps = 0
+        self.empty_cache_steps: dict[Site | None, set[int]] = {}
         self._registrations = 0
 
     # -- the dispatch hook's two halves -------------------------------------------------------------------
@@ -160,6 +166,26 @@ class Tracker:
     def stop(self) -> None:
         """Sampling limit reached: the program goes on untraced."""
         self.active = False
+
+    def finish(self) -> None:
+        """The run is over: judge what needs the whole run (once)."""
+        empty_cache_steps, self.empty_cache_steps = self.empty_cache_steps, {}
+        for site, steps in empty_cache_steps.items():
+            first = min(steps)
+            # Every step from the first call on (and at least 3): a per-step habit, not a phase boundary.
+            if len(steps) >= _EVERY_STEP_MINIMUM and len(steps) >= self.steps - first:
+                self.log.add(
+                    Finding(
+                        CODES["empty-cache"],
+                        f"`torch.cuda.empty_cache()` ran in each of {len(steps)} optimizer steps: it frees no memory "
+                        "that tensors hold, only the allocator's cache, so the next step allocates the same blocks "
+                        "again with cudaMalloc (synchronising the GPU) and the peak does not change",
+                        site,
+                    )
+                )
+
+    def on_empty_cache(self) -> None:
+        self.empty_cache_steps.setdefault(self.sites.user_site(), set()).add(self.steps)
 
     def fail(self, error: BaseException) -> None:
         """The tracer broke: stop tracing, say so once, and never disturb the program."""
