@@ -233,6 +233,8 @@ class Tracker:
                 live[storage] = kept
         self.aliases = live
         self.by_id = {key: alias for key, alias in self.by_id.items() if alias.ref() is not None}
+        self.pending = {key: pending for key, pending in self.pending.items() if pending.alias.ref() is not None}
+        self.watched = {key: wrap for key, wrap in self.watched.items() if wrap.tensor() is not None}
 
     # -- writes --------------------------------------------------------------------------------------------
 
