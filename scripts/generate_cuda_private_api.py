@@ -4,7 +4,9 @@
 
 Read from the installed torch's type stub (`torch/_C/__init__.pyi`), which lists most CUDA bindings
 even on CPU-only builds, and from torch's own Python sources, which call the few the stub omits
-(TunableOp, ROCm); GML404 reports calls to names outside both as not existing.
+(TunableOp, ROCm), plus the bindings a CUDA build was found to have beyond those
+(`bench/gpu/cuda_bindings_probe.json`, from bench/gpu/cuda_bindings_probe.py on the GPU machine);
+GML404 reports calls to names outside all three as not existing.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import re
 from importlib.util import find_spec
 from pathlib import Path
 
-OUTPUT = Path(__file__).resolve().parent.parent / "gpumem_lint" / "knowledge" / "cuda_private_api.json"
+ROOT = Path(__file__).resolve().parent.parent
+OUTPUT = ROOT / "gpumem_lint" / "knowledge" / "cuda_private_api.json"
+PROBE = ROOT / "bench" / "gpu" / "cuda_bindings_probe.json"
 
 
 def main() -> None:
@@ -26,6 +30,9 @@ def main() -> None:
     names = set(re.findall(r"^(?:def|class) (_cuda_\w+)", stub, re.MULTILINE))
     for source in sorted(root.rglob("*.py")):
         names.update(re.findall(r"\b_C\.(_cuda_\w+)", source.read_text(encoding="utf-8", errors="replace")))
+    if PROBE.exists():
+        probe = json.loads(PROBE.read_text(encoding="utf-8"))
+        names.update(probe.get("runtime_names", probe["existing_but_unlisted"]))
     names = sorted(names)
     version = re.search(r"__version__ = '([^']+)'", (root / "version.py").read_text(encoding="utf-8"))
     OUTPUT.write_text(

@@ -1,6 +1,7 @@
 """Lint real corpora and compare every finding with its hand-written verdict.
 
     python bench/precision/review.py torch=/path/to/site-packages/torch transformers=/path/to/transformers ...
+    python bench/precision/review.py --select=GML3,GML4 mmengine=/path/to/mmengine ...   # some rules only
 
 Each finding is keyed by (corpus, path inside the corpus, line, code) and looked up in
 `verdicts.json` next to this script: "true" (the hazard is real), "harmless" (true as
@@ -21,9 +22,10 @@ from pathlib import Path
 VERDICTS = Path(__file__).with_name("verdicts.json")
 
 
-def lint(corpus: str, root: Path) -> list[tuple[str, str, int, str, str]]:
+def lint(corpus: str, root: Path, select: str | None) -> list[tuple[str, str, int, str, str]]:
+    selection = ["--select", select] if select else []
     result = subprocess.run(
-        [sys.executable, "-m", "gpumem_lint", str(root), "--output-format", "json", "-q", "--exit-zero"],
+        [sys.executable, "-m", "gpumem_lint", str(root), "--output-format", "json", "-q", "--exit-zero", *selection],
         capture_output=True, text=True, check=True,
     )
     findings = []
@@ -34,15 +36,18 @@ def lint(corpus: str, root: Path) -> list[tuple[str, str, int, str, str]]:
 
 
 def main(arguments: list[str]) -> int:
-    corpora = dict(argument.split("=", 1) for argument in arguments)
+    # `--select=GML3,GML4` reviews only those rules (corpora added for them need no other verdicts).
+    select = next((a.split("=", 1)[1] for a in arguments if a.startswith("--select=")), None)
+    corpora = dict(argument.split("=", 1) for argument in arguments if not argument.startswith("--"))
+    prefixes = tuple(select.split(",")) if select else ("",)
     verdicts = {
         (v["corpus"], v["path"], v["line"], v["code"]): v for v in json.loads(VERDICTS.read_text())
-        if v["corpus"] in corpora
+        if v["corpus"] in corpora and v["code"].startswith(prefixes)
     }
     counts: Counter[tuple[str, str]] = Counter()
     unreviewed, seen = [], set()
     for corpus, root in corpora.items():
-        for corpus_name, path, line, code, message in lint(corpus, Path(root)):
+        for corpus_name, path, line, code, message in lint(corpus, Path(root), select):
             key = (corpus_name, path, line, code)
             seen.add(key)
             verdict = verdicts.get(key)

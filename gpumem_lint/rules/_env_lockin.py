@@ -1,5 +1,6 @@
 """What the GML3xx rules share: environment writes made after the event that locks the variable.
 
+Removals (`del`, `pop`) restore an earlier state and are not reported, nor are test modules.
 A rule names its code; the lock-in table (`knowledge/lockin.toml`) says which variables are its,
 which event locks each, and what a late write does. A write is reported when, on some path, the
 locking event ran before it (`ctx.program_order`), unless a process is started after it: then the
@@ -14,6 +15,7 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.knowledge.lockin import Variable, lockin_table
+from gpumem_lint.rules._test_files import is_test_file
 from gpumem_lint.rules.base import Report
 from gpumem_lint.semantic.env_writes import (
     EnvWrite,
@@ -35,9 +37,13 @@ _CONSEQUENCE = {
 
 
 def late_env_writes(ctx: FileContext, code: str) -> Iterator[Report]:
+    if is_test_file(ctx.path):
+        return  # tests set the environment up for the code under test, and restore it
     table = lockin_table()
     candidates = [
-        (write, rows) for write in _writes(ctx) if (rows := _applicable(table.rows_for(write.name, code), write))
+        (write, rows)
+        for write in _writes(ctx)
+        if not _is_removal(write.node) and (rows := _applicable(table.rows_for(write.name, code), write))
     ]
     if not candidates:
         return
@@ -68,9 +74,8 @@ def _read_again(order, write: EnvWrite, row: Variable, ctx: FileContext) -> bool
 def message(write: EnvWrite, row: Variable, site: Site) -> str:
     event = lockin_table().events.get(site.event)
     phrase = event.phrase if event else "it was read"
-    verb = "removed" if write.value is None and _is_removal(write.node) else "set"
     return (
-        f"`{write.name}` {verb} here {_CONSEQUENCE[row.consequence]}: {phrase} by `{site.call}` at {site.where()}, "
+        f"`{write.name}` set here {_CONSEQUENCE[row.consequence]}: {phrase} by `{site.call}` at {site.where()}, "
         f"and {row.effect}. Instead, {row.remedy}"
     )
 

@@ -18,9 +18,10 @@ class MemoryFractionOutOfRange(Rule):
     ## Why is this bad?
     The fraction caps the caching allocator at `fraction × total memory` of one device. Measured
     on an H200 (`bench/gpu/lockin_probe.json`): `1.5` and `-0.1` raise
-    `ValueError: Invalid fraction value: 1.5. Allowed range: 0~1`. The check runs after the call
-    has already initialised torch.cuda, and `torch/cuda/memory.py` also raises `TypeError`
-    unless the fraction is a `float`, so `set_per_process_memory_fraction(1)` fails too. A
+    `ValueError: Invalid fraction value: 1.5. Allowed range: 0~1`, and an integer raises
+    `TypeError: Invalid type for fraction argument, must be `float`` — `1` included
+    (`bench/gpu/cuda_bindings_probe.json`). Both checks run after the call has initialised
+    torch.cuda. A
     "limit" meant to protect a shared GPU instead stops the program at start-up, on the machine
     that has a GPU — usually not the one where it was written.
 

@@ -6,6 +6,7 @@ import libcst as cst
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.knowledge.memory_api import memory_api
+from gpumem_lint.rules._test_files import is_test_file
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.walk import Walker
@@ -16,7 +17,8 @@ class EmptyCacheEveryStep(Rule):
     ## What it does
     Flags `torch.cuda.empty_cache()` called unconditionally in the body of a training loop: the
     innermost loop that runs `loss.backward()` or `optimizer.step()` (or `scaler.step(...)`).
-    Calls under an `if` (every N steps, on OOM) or in an outer per-epoch loop are not reported.
+    Calls under an `if` (every N steps, on OOM), in an outer per-epoch loop, or in test modules are
+    not reported.
 
     ## Why is this bad?
     `empty_cache()` frees no memory that tensors hold: it returns the allocator's *cached, unused*
@@ -101,6 +103,8 @@ for batch in loader:
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
+        if is_test_file(ctx.path):
+            return  # a test's loop runs a few steps; its speed is not the product's
         finder = _LoopFinder(ctx.program_order.imports, memory_api().empty_cache_functions)
         finder.walk(ctx.module)
         for call, step in finder.found:

@@ -1,0 +1,38 @@
+"""The memory-API tables agree with torch: the installed one (CPU) and the GPU machine's probe."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpumem_lint.knowledge.memory_api import memory_api
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = json.loads((ROOT / "bench" / "gpu" / "cuda_bindings_probe.json").read_text(encoding="utf-8"))
+API = memory_api()
+
+
+def test_every_binding_a_cuda_build_has_is_listed():
+    runtime = PROBE.get("runtime_names", PROBE["existing_but_unlisted"])
+    assert set(runtime) <= API.private_names
+
+
+@pytest.mark.parametrize("binding", sorted(API.private_to_public))
+def test_private_binding_with_a_public_counterpart_exists(binding: str):
+    assert binding in API.private_names
+
+
+@pytest.mark.parametrize("public", sorted(set(API.private_to_public.values())))
+def test_public_counterpart_exists_in_torch(public: str):
+    torch = pytest.importorskip("torch")
+    dotted = public.split("(", 1)[0].split(" ", 1)[0]  # "torch.cuda.memory_stats()" -> torch.cuda.memory_stats
+    target = torch
+    for part in dotted.split(".")[1:]:
+        target = getattr(target, part)
+    assert callable(target)
+
+
+def test_integer_fraction_is_rejected_on_the_gpu_machine():
+    assert PROBE["set_per_process_memory_fraction(1, 0)"].startswith("TypeError")
