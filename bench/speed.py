@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import default_corpora, python_files  # noqa: E402
 
 _CHUNK_SIZE = 4  # as gpumem_lint/runner.py
+_SELECT: str | None = None
 
 
 @dataclass
@@ -60,8 +61,11 @@ def main() -> int:
     parser.add_argument("--torchfix-corpus", action="append", default=[], help="corpora to run TorchFix on")
     parser.add_argument("--torchfix-rounds", type=int, default=1, help="TorchFix is slow: in the first N rounds only")
     parser.add_argument("--no-warm", action="store_true", help="skip the warm (cached) runs")
+    parser.add_argument("--select", help="rule selectors for the linter runs (default: its own default)")
     parser.add_argument("--json", type=Path, help="also write every sample here")
     args = parser.parse_args()
+    global _SELECT
+    _SELECT = args.select
     available = default_corpora()
     names = args.corpus or list(available)
     samples: list[Sample] = []
@@ -104,6 +108,7 @@ def main() -> int:
 
 def _lint_command(listing: Path, cache: Path | None) -> list[str]:
     command = [sys.executable, "-m", "gpumem_lint", "check", "--output-format", "concise", "--quiet"]
+    command += ["--select", _SELECT] if _SELECT else []
     command += ["--no-cache"] if cache is None else ["--cache-dir", str(cache)]
     return [*command, "@" + str(listing)]
 
@@ -158,6 +163,7 @@ def _print_header(jobs: int) -> None:
 
     versions = {"python": platform.python_version(), "libcst": _version("libcst"), "gpumem-lint": _version("gpumem-lint")}
     print(
+        f"rules: {_SELECT or 'default selection'}; "
         f"{time.strftime('%Y-%m-%d %H:%M %Z')}  {platform.machine()} {os.cpu_count()} cores "
         f"({jobs} used), {platform.system()} {platform.release()}; "
         + ", ".join(f"{k} {v}" for k, v in versions.items())
