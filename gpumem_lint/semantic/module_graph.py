@@ -58,17 +58,40 @@ class ModuleGraph:
             return []
         sites: list[ImportSite] = []
         for path in resolve_import(node, source, self.root):
-            summary = _summary(path, _mtime(path), self.depth)
-            if summary is None:
-                continue
-            self.dependencies |= summary.files
-            for site in summary.sites:
-                sites.append(
-                    ImportSite(site.event, site.call, site.line, _display(site.path, self.source), site.path)
-                )
+            sites += self._sites(_summary(path, _mtime(path), self.depth))
         return sites
 
+    def call_sites(self, node: cst.Import | cst.ImportFrom, module: str | None, function: str) -> list[ImportSite]:
+        """The events a call to `function` of a first-party module causes (any path through it).
 
+        `node` imported the module, or the function from it; `module` is the local name the
+        statement bound for a module (`utils` in `utils.setup()`), None for `from m import setup`."""
+        if self.depth > MAX_IMPORT_DEPTH:
+            return []
+        files = resolve_import(node, self.source, self.root)
+        if module is not None and isinstance(node, cst.ImportFrom):
+            files = [file for file in files if _module_name(file) == module]
+        elif module is None:
+            files = [file for file in files if _module_name(file) != function]
+        if not files:
+            return []
+        path = files[-1]
+        return self._sites(_function_summary(path, _mtime(path), self.depth, function))
+
+    def _sites(self, summary: _Summary | None) -> list[ImportSite]:
+        if summary is None:
+            return []
+        self.dependencies |= summary.files
+        return [ImportSite(site.event, site.call, site.line, _display(site.path, self.source), site.path)
+                for site in summary.sites]
+
+
+def _module_name(file: Path) -> str:
+    return file.parent.name if file.name == "__init__.py" else file.stem
+
+
+# A lint run does not change the tree it reads: file-system answers are cached per process.
+@lru_cache(maxsize=4096)
 def project_root(directory: Path) -> Path:
     for candidate in (directory, *directory.parents):
         if any((candidate / marker).exists() for marker in _ROOT_MARKERS):
@@ -132,6 +155,7 @@ def _walk_package(base: Path, parts: list[str], root: Path) -> list[Path]:
     return files
 
 
+@lru_cache(maxsize=65536)
 def _module_file(stem: Path) -> Path | None:
     for candidate in (stem.with_suffix(".py") if stem.name else None, stem / "__init__.py"):
         if candidate is not None and candidate.is_file():
@@ -140,14 +164,19 @@ def _module_file(stem: Path) -> Path | None:
 
 
 def _dedupe(files: list[Path], source: Path) -> list[Path]:
-    seen = {source.resolve()}
+    seen = {_resolved(source)}
     result = []
     for file in files:
-        resolved = file.resolve()
+        resolved = _resolved(file)
         if resolved not in seen:
             seen.add(resolved)
             result.append(resolved)
     return result
+
+
+@lru_cache(maxsize=65536)
+def _resolved(path: Path) -> Path:
+    return path.resolve()
 
 
 def _mtime(path: Path) -> int:
@@ -170,6 +199,16 @@ _IN_PROGRESS: set[Path] = set()
 @lru_cache(maxsize=512)
 def _summary(path: Path, mtime: int, depth: int) -> _Summary | None:
     """What importing `path` causes; None when it cannot be read or parsed, or is being summarised (a cycle)."""
+    return _summarise(path, mtime, depth, None)
+
+
+@lru_cache(maxsize=1024)
+def _function_summary(path: Path, mtime: int, depth: int, function: str) -> _Summary | None:
+    """What calling `function` of the module at `path` causes (its import-time events excluded)."""
+    return _summarise(path, mtime, depth, function)
+
+
+def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Summary | None:
     from gpumem_lint.semantic.program_order import ProgramOrder
 
     if mtime < 0 or path in _IN_PROGRESS:
@@ -192,10 +231,16 @@ def _summary(path: Path, mtime: int, depth: int) -> _Summary | None:
             return positions[node].start.line
 
         order = ProgramOrder(module, path.name, line_of, graph, path)
+        # All of a module's import-time events share the importing statement's place in the
+        # program, so only the first of each kind can ever be the first event before something:
+        # keeping one per kind stops summaries growing with the size of the import graph.
+        first_of_kind = {}
+        for site in order.import_time_sites() if function is None else order.function_sites(function):
+            first_of_kind.setdefault(site.event, site)
         sites = tuple(
             # Events of modules it imports keep their own file; the module's own are at `path`.
             ImportSite(site.event, site.call, site.line, site.file, path if site.via is None else _nested(site, graph))
-            for site in order.import_time_sites()
+            for site in first_of_kind.values()
         )
         return _Summary(sites, frozenset({path, *graph.dependencies}))
     finally:

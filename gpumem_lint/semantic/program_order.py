@@ -127,14 +127,27 @@ class _Definitions:
 class _DefinitionCollector(Walker):
     def __init__(self) -> None:
         self.imports = ImportTable()
+        #: local name -> (the import statement, the imported name for `from m import name`, else None)
+        self.bound: dict[str, tuple[cst.Import | cst.ImportFrom, str | None]] = {}
         self.definitions = _Definitions()
         self._classes: list[cst.ClassDef | None] = [None]
 
     def visit_Import(self, node: cst.Import) -> None:
         self.imports.add(node)
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            if name:
+                local = alias.asname.name.value if alias.asname else name.split(".", 1)[0]  # type: ignore[union-attr]
+                self.bound[local] = (node, None)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self.imports.add(node)
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            if isinstance(alias.name, cst.Name):
+                local = alias.asname.name.value if alias.asname else alias.name.value  # type: ignore[union-attr]
+                self.bound[local] = (node, alias.name.value)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._classes.append(node)
@@ -169,6 +182,7 @@ class ProgramOrder:
         collector = _DefinitionCollector()
         collector.walk(module)
         self.imports = collector.imports
+        self._bound = collector.bound
         self._definitions = collector.definitions
         for statement in module.body:
             if isinstance(statement, cst.FunctionDef):
@@ -176,6 +190,7 @@ class ProgramOrder:
             elif isinstance(statement, cst.ClassDef):
                 self._definitions.classes[statement.name.value] = statement
         self._constants = module_string_constants(module)
+        self._main = False  # whether `if __name__ == "__main__":` blocks run (the script timeline)
         self._ids = itertools.count(1)
         self._timelines: list[list[Step]] | None = None
         self._index: dict[int, list[tuple[int, int]]] = {}
@@ -196,6 +211,19 @@ class ProgramOrder:
 
     def executed(self, node: cst.CSTNode) -> bool:
         return id(node) in self._occurrences()
+
+    def function_sites(self, name: str) -> list[Site]:
+        """Every event a call of the module-level function (or class) `name` causes, in order: its summary."""
+        definition = self._definitions.functions.get(name)
+        if definition is None and name in self._definitions.classes:
+            definition = _method(self._definitions.classes[name], "__init__")
+        if definition is None:
+            return []
+        steps: list[Step] = []
+        owner = self._definitions.classes.get(name)
+        where = _Where(frames=(next(self._ids),), calls=(definition,), self_class=owner)
+        self._function_body(definition, where, steps, depth=0)
+        return [self._site(step) for step in steps if step.event is not None]
 
     def import_time_sites(self) -> list[Site]:
         """Every event this module causes when imported (any path), in order: a module summary."""
@@ -262,7 +290,8 @@ class ProgramOrder:
             self._timelines = timelines
             for timeline_index, timeline in enumerate(timelines):
                 for position, step in enumerate(timeline):
-                    self._index.setdefault(id(step.node), []).append((timeline_index, position))
+                    if step.site is None:  # steps standing for another module's calls are not queried
+                        self._index.setdefault(id(step.node), []).append((timeline_index, position))
         return self._timelines
 
     def _import_steps(self) -> list[Step]:
@@ -365,10 +394,37 @@ class ProgramOrder:
 
     def _follow(self, call: cst.Call, where: _Where, steps: list[Step], depth: int) -> None:
         function, owner = self._callee(call.func, where)
-        if function is None or function in where.calls:
+        if function is None:
+            self._follow_other_module(call, where, steps)
+            return
+        if function in where.calls:
             return
         inner = _Where(where.path, where.loops, (*where.frames, next(self._ids)), (*where.calls, function), owner)
         self._function_body(function, inner, steps, depth + 1)
+
+    def _follow_other_module(self, call: cst.Call, where: _Where, steps: list[Step]) -> None:
+        """`setup()` imported from, or `utils.setup()` called on, a first-party module: its events."""
+        if self._graph is None:
+            return
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in self._bound:
+            node, imported = self._bound[func.value]
+            if imported is None:
+                return
+            sites = self._graph.call_sites(node, None, imported)
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in self._bound:
+            node, imported = self._bound[func.value.value]
+            sites = self._graph.call_sites(node, imported or _bound_module(node, func.value.value), func.attr.value)
+        else:
+            return
+        if sites:
+            via = f"`{_short(self._module.code_for_node(call))}` at line {self._line_of(call)}"
+        for site in sites:
+            event = self._table.events.get(site.event)
+            steps.append(
+                Step(call, event.closure if event else frozenset({site.event}), site.event, where.path, where.loops,
+                     where.frames, Site(site.event, site.call, site.line, site.file, via))
+            )
 
     def _function_body(self, function: cst.FunctionDef, where: _Where, steps: list[Step], depth: int) -> None:
         main = self._main
@@ -405,8 +461,10 @@ class ProgramOrder:
     def _import_event(self, node: cst.Import | cst.ImportFrom, where: _Where, steps: list[Step]) -> str | None:
         """`import torch` is an event; a first-party import adds that module's import-time events first."""
         if self._graph is not None and self._source is not None:
-            for site in self._graph.import_sites(node, self._source):
+            sites = self._graph.import_sites(node, self._source)
+            if sites:
                 via = f"`{' '.join(self._module.code_for_node(node).split())}` at line {self._line_of(node)}"
+            for site in sites:
                 steps.append(
                     Step(
                         node, self._table.events[site.event].closure if site.event in self._table.events else frozenset(),
@@ -539,6 +597,20 @@ def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
         if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
             return statement
     return None
+
+
+def _bound_module(node: cst.Import | cst.ImportFrom, local: str) -> str:
+    """The module name `import a.b as m` binds to `m` (b), or `import a.b` to `a` (a)."""
+    for alias in node.names if isinstance(node, cst.Import) else ():
+        name = dotted_name(alias.name) or ""
+        if alias.asname is not None and alias.asname.name.value == local:  # type: ignore[union-attr]
+            return name.rsplit(".", 1)[-1]
+    return local
+
+
+def _short(code: str) -> str:
+    code = " ".join(code.split())
+    return code if len(code) <= 60 else code[:57] + "..."
 
 
 def _is_main_guard(test: cst.BaseExpression) -> bool:
