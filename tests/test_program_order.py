@@ -260,3 +260,37 @@ def test_modules_outside_the_project_are_not_read(tmp_path, monkeypatch):
     ctx, source = _lint_context(tmp_path / "proj", "train.py", monkeypatch)
     assert ctx.program_order.first_event_before(_query_nodes(ctx, source)[0], CUDA_INIT_EVENTS) is None
     assert ctx.dependencies == set()
+
+
+def test_calls_into_first_party_functions(tmp_path, monkeypatch):
+    _project(tmp_path, {
+        "helpers/__init__.py": "",
+        "helpers/devices.py": """
+            import torch
+
+            def get_device():
+                return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+            def describe():
+                return "no CUDA here"
+        """,
+        "train.py": """
+            import os
+            from helpers.devices import describe, get_device
+            from helpers import devices
+
+            describe()
+            os.environ["CUDA_VISIBLE_DEVICES"] = "0"  # query
+            device = get_device()
+            os.environ["CUDA_VISIBLE_DEVICES"] = "1"  # query
+            devices.get_device()
+        """,
+    })
+    ctx, source = _lint_context(tmp_path, "train.py", monkeypatch)
+    first, second = _query_nodes(ctx, source)
+    assert ctx.program_order.first_event_before(first, CUDA_INIT_EVENTS) is None
+    site = ctx.program_order.first_event_before(second, CUDA_INIT_EVENTS)
+    assert (site.call, site.file, site.line, site.via) == (
+        "torch.cuda.is_available()", "helpers/devices.py", 5, "`get_device()` at line 8"
+    )
+    assert (tmp_path / "helpers" / "devices.py").resolve() in ctx.dependencies

@@ -34,8 +34,8 @@ class CudaEnvSetAfterCudaInit(Rule):
 
     ## Known problems
     The order is followed through calls to functions and methods of the same file, constructors
-    of its classes, and first-party imports (inside the project root, three imports deep), not
-    through calls into other modules' functions. `.to(x)` and `device=x` count as allocations
+    of its classes, and first-party modules (inside the project root, three imports deep): what
+    they run at import and in the functions called from them. Third-party code is not read. `.to(x)` and `device=x` count as allocations
     when `x` reads as a CUDA device (`"cuda"`, `"cuda:0"`, a name containing `device`, `cuda`,
     `gpu` or `rank`).
 

@@ -14,8 +14,9 @@ Calls to functions of the same module (`main()`, `setup(args)`), to methods of t
 `__init__`) are followed into their bodies, up to `MAX_DEPTH` calls deep. `import utils` /
 `from .data import x` of a first-party module (a file found inside the project, see
 `module_graph`) adds the events that module causes at import time, with their own file and
-line, so "CUDA initialised at import of utils.py:3" is found; those files are recorded in
-`FileContext.dependencies`.
+line, so "CUDA initialised at import of utils.py:3" is found; a call to a function of such a
+module (`get_device()` after `from utils import get_device`, or `utils.get_device()`) adds the
+events of that function's body. Those files are recorded in `FileContext.dependencies`.
 
 "On some path": an `if` arm and its `else` arm are exclusive; an arm that ends in `return`
 ends its function's path, one that ends in `raise`/`sys.exit()` ends the program's; inside a
@@ -37,7 +38,8 @@ API (for rules; build through `ctx.program_order`, cached per file):
     order.first_call_after(node, {"torch.cuda.set_device"})           # a given call after the node
     order.executed(node)                                 # does any timeline reach the node?
 
-`Site.via` names the import that ran a call of another module ("`import utils` at line 2"),
+`Site.via` names the import or call that ran a call of another module ("`import utils` at line 2",
+"`get_device()` at line 8"),
 and then `Site.file`/`Site.line` are that module's (its path relative to the linted file's
 directory when possible).
 """
