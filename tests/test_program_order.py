@@ -126,6 +126,20 @@ CASES = {
         x = torch.zeros(3, device=f"cuda:{rank}")  # event
         os.environ["CUDA_VISIBLE_DEVICES"] = "1"  # query
     """,
+    "a library placing weights on a GPU": """
+        import os
+        from transformers import AutoModelForCausalLM, pipeline
+        generator = pipeline("text-generation", device=0)  # event
+        model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
+        os.environ["CUDA_VISIBLE_DEVICES"] = "1"  # query
+    """,
+    "a library kept on the CPU": """
+        import os
+        from transformers import pipeline
+        generator = pipeline("text-generation", device=-1)
+        model = AutoModel.from_pretrained("gpt2", device_map="cpu")
+        os.environ["CUDA_VISIBLE_DEVICES"] = "1"  # query
+    """,
     "a CPU device keyword does not": """
         import os, torch
         x = torch.zeros(3, device="cpu")

@@ -33,6 +33,7 @@ class Event:
     methods: frozenset[str]
     device_methods: frozenset[str]
     device_keyword: str | None
+    literal_device_keywords: frozenset[str]  # on any call, when the value is a literal GPU placement
     modules: frozenset[str]
     unless_env: str | None
     closure: frozenset[str]  # this event and every event it implies, transitively
@@ -97,6 +98,7 @@ def lockin_table() -> LockinTable:
             methods=frozenset(raw.get("methods", ())),
             device_methods=frozenset(raw.get("device_methods", ())),
             device_keyword=raw.get("device_keyword"),
+            literal_device_keywords=frozenset(raw.get("literal_device_keywords", ())),
             modules=frozenset(raw.get("modules", ())),
             unless_env=raw.get("unless_env"),
             closure=closure(event_id),

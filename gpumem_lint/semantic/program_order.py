@@ -507,10 +507,14 @@ class ProgramOrder:
                 if method in spec.device_methods and _names_cuda_device(_first_argument(call, spec.device_keyword)):
                     return event
         allocation = table.events["first_allocation"]
-        if name is not None and name.startswith("torch.") and not name.startswith(_NOT_FACTORIES):
+        if name is not None and name.startswith(_NOT_FACTORIES):
+            return None
+        if name is not None and name.startswith("torch."):
             device = _keyword(call, allocation.device_keyword)
             if device is not None and _names_cuda_device(device):
                 return "first_allocation"
+        if any(_literal_gpu(_keyword(call, keyword)) for keyword in allocation.literal_device_keywords):
+            return "first_allocation"
         return None
 
     def _env_written_before(self, variable: str, steps: list[Step]) -> bool:
@@ -556,6 +560,16 @@ def _names_cuda_device(node: cst.BaseExpression | None) -> bool:
         return False
     last = name.rsplit(".", 1)[-1].lower()
     return "cpu" not in last and any(word in last for word in _DEVICE_WORDS)
+
+
+def _literal_gpu(node: cst.BaseExpression | None) -> bool:
+    """A literal GPU placement: `"cuda"`, `"cuda:1"`, `0`, `"auto"` (a device_map), not `"cpu"`/`-1`."""
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return isinstance(value, str) and (value.startswith("cuda") or value in {"auto", "balanced", "sequential"})
+    return False
 
 
 def _first_argument(call: cst.Call, keyword: str | None) -> cst.BaseExpression | None:
