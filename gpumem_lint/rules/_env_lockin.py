@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Applicability, Edit, Fix, Position
 from gpumem_lint.knowledge.lockin import Variable, lockin_table
 from gpumem_lint.rules._test_files import is_test_file
 from gpumem_lint.rules.base import Report
@@ -54,7 +55,7 @@ def late_env_writes(ctx: FileContext, code: str) -> Iterator[Report]:
             if site is None:
                 continue
             if not _read_again(order, write, row, ctx):
-                yield Report(write.node, message(write, row, site))
+                yield Report(write.node, message(write, row, site), fix=_move_above_import(ctx, write, site))
             break
 
 
@@ -77,6 +78,47 @@ def message(write: EnvWrite, row: Variable, site: Site) -> str:
     return (
         f"`{write.name}` set here {_CONSEQUENCE[row.consequence]}: {phrase} by `{site.call}` at {site.where()}, "
         f"and {row.effect}. Instead, {row.remedy}"
+    )
+
+
+def _move_above_import(ctx: FileContext, write: EnvWrite, site: Site) -> Fix | None:
+    """For a variable locked by `import torch` itself: move a one-line module-level write of a literal
+    above that import. Unsafe: whatever ran in between no longer sees the old value."""
+    if site.event != "import_torch" or site.via is not None or string_value(write.value) is None:
+        return None
+    positions = ctx.positions
+    rows = {id(statement): positions[statement].start.line for statement in ctx.module.body}
+    line = next(
+        (s for s in ctx.module.body
+         if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and s.body[0] is write.node),
+        None,
+    )
+    if line is None or positions[line].end.line != rows[id(line)]:
+        return None  # not a one-line module-level statement of its own
+    row = rows[id(line)]
+    environ_bound = min((rows[id(s)] for s in ctx.module.body if _binds_environ(s, ctx)), default=row)
+    if not environ_bound < site.line < row:
+        return None  # `os` must already be imported where the write moves to
+    text = ctx.text.splitlines(keepends=True)[row - 1]
+    return Fix(
+        (
+            Edit(Position(site.line, 1), Position(site.line, 1), text if text.endswith("\n") else text + "\n"),
+            Edit(Position(row, 1), Position(row + 1, 1), ""),
+        ),
+        Applicability.UNSAFE,
+        f"Move the write above `{site.call}`",
+    )
+
+
+def _binds_environ(statement: cst.CSTNode, ctx: FileContext) -> bool:
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    imports = ctx.program_order.imports
+    return any(
+        isinstance(small, (cst.Import, cst.ImportFrom))
+        and any(imports.qualify(cst.Name(alias.evaluated_alias or alias.evaluated_name)) in {"os", "os.environ"}
+                for alias in (small.names if not isinstance(small.names, cst.ImportStar) else ()))
+        for small in statement.body
     )
 
 

@@ -1,7 +1,7 @@
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.diagnostics import Severity
+from gpumem_lint.diagnostics import Applicability, Severity
 from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, late_env_writes
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
@@ -52,7 +52,10 @@ class AllocatorEnvSetAfterInit(Rule):
     (new segments only).
 
     ## Fix safety
-    There is no automatic fix: the write must move before calls the tool may not see.
+    For the `backend:` setting written on one module-level line right after `import torch`, the fix
+    moves it above the import (when `os` is imported before). It is unsafe: what runs in between
+    sees the new value too. Other late writes have no automatic fix: they must move before CUDA
+    calls the tool may not see.
 
     ## References
     - [CUDA memory management: environment variables](https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)
@@ -65,6 +68,7 @@ class AllocatorEnvSetAfterInit(Rule):
     summary = "Allocator variable set after the CUDA allocator read it"
     fix_title = "Set it before the first CUDA call (or in the launcher); at run time use `torch.cuda.memory._set_allocator_settings`"
     triggers = ENV_TRIGGERS
+    fix_applicability = Applicability.UNSAFE
     VALID = (
         """
 import os
@@ -108,6 +112,13 @@ os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
 x = torch.zeros(10, device="cuda")
 """,
             (5,),
+            fixed="""
+import os
+os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
+import torch
+
+x = torch.zeros(10, device="cuda")
+""",
         ),
         Invalid(
             """

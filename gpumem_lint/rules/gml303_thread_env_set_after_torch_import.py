@@ -1,7 +1,7 @@
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.diagnostics import Severity
+from gpumem_lint.diagnostics import Applicability, Severity
 from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, late_env_writes
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
@@ -39,8 +39,10 @@ class ThreadEnvSetAfterTorchImport(Rule):
     or set the variable before `import torch`, or in the launcher.
 
     ## Fix safety
-    There is no automatic fix: `torch.set_num_threads` does not change what other libraries
-    (numpy's BLAS) read from the variable.
+    For a one-line module-level write of a literal, the fix moves it above `import torch` (when
+    `os` is imported before that). It is unsafe: code between the two lines, including what the
+    imports run, then sees the new value too. `torch.set_num_threads` is not offered as a fix: it
+    does not change what other libraries (numpy's BLAS) read from the variable.
 
     ## References
     - [`torch.set_num_threads`](https://docs.pytorch.org/docs/stable/generated/torch.set_num_threads.html)
@@ -54,6 +56,7 @@ class ThreadEnvSetAfterTorchImport(Rule):
     summary = "Thread-count variable set after torch sized its thread pool"
     fix_title = "Call `torch.set_num_threads(n)`, or set the variable before `import torch` or in the launcher"
     triggers = ENV_TRIGGERS
+    fix_applicability = Applicability.UNSAFE
     VALID = (
         """
 import os
@@ -84,6 +87,12 @@ import torch
 os.environ["OMP_NUM_THREADS"] = "1"
 """,
             (5,),
+            fixed="""
+import os
+os.environ["OMP_NUM_THREADS"] = "1"
+import torch
+
+""",
         ),
         Invalid(
             """
