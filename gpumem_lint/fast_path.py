@@ -2,8 +2,8 @@
 
 Building libcst's tree is most of a cold run. A rule that sets `scope_triggers` promises
 that each of its findings lies in a scope (the module's own statements, a top-level
-function, a method) whose source matches that pattern. When every active rule promises
-so, CPython's parser (about a tenth of libcst's cost) finds the scopes, and libcst gets
+function, a method) whose source shows one of those triggers (a pattern, an `AllOf`
+patterns, or `STORES`). When every active rule promises so, CPython's parser (about a tenth of libcst's cost) finds the scopes, and libcst gets
 the kept lines verbatim, with every other scope hollowed out to what the kept scopes
 read from it:
 
@@ -49,6 +49,7 @@ _DEF_NAME = re.compile(r"\bdef\s+(\w+)")
 _WORD_BEFORE = re.compile(r"(\w+)\s*\Z")
 _WORD_AFTER = re.compile(r"\s*(\w+)")
 _STATEMENT_LISTS = ("body", "orelse", "finalbody")
+_TRY = tuple(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name))  # TryStar: 3.11+
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
 _IMPORT = (ast.Import, ast.ImportFrom)
 
@@ -75,7 +76,7 @@ class Stores:
                     pending.extend(body)
             if isinstance(node, ast.Match):
                 pending.extend(node.cases)
-            elif isinstance(node, ast.Try | ast.TryStar):
+            elif isinstance(node, _TRY):
                 pending.extend(node.handlers)
             if _stores(node):
                 found.add(node.lineno)
