@@ -14,7 +14,8 @@ class ThreadEnvSetAfterTorchImport(Rule):
     module that does), when no process is started after the write.
 
     ## Why is this bad?
-    torch sizes its intra-op thread pool from these variables when it is imported. Measured
+    torch sizes its intra-op thread pool from these variables when it is imported
+    ([docs/facts.md](../docs/facts.md) F20, re-checked by the tests). Measured
     on the GPU machine (`bench/gpu/lockin_probe.json`): `OMP_NUM_THREADS=1` set before
     `import torch` gives 1 thread; set after it, `torch.get_num_threads()` stays 16. Data-loader
     workers or co-located jobs then oversubscribe the cores the write was meant to protect.
