@@ -30,6 +30,7 @@ class Event:
     implies: tuple[str, ...]
     calls: frozenset[str]
     cuda_argument_calls: frozenset[str]  # count only when the first argument / device_type names CUDA
+    calls_with_keyword: dict[str, str]  # count only when called with this keyword argument
     methods: frozenset[str]
     device_methods: frozenset[str]
     device_keyword: str | None
@@ -95,6 +96,7 @@ def lockin_table() -> LockinTable:
             implies=tuple(raw.get("implies", ())),
             calls=frozenset(raw.get("calls", ())),
             cuda_argument_calls=frozenset(raw.get("cuda_argument_calls", ())),
+            calls_with_keyword=dict(raw.get("calls_with_keyword", {})),
             methods=frozenset(raw.get("methods", ())),
             device_methods=frozenset(raw.get("device_methods", ())),
             device_keyword=raw.get("device_keyword"),

@@ -10,8 +10,10 @@ class DistributedEnvSetAfterInit(Rule):
     """
     ## What it does
     Flags a write to a variable the distributed runtime has already read: `NCCL_*` after the
-    first collective (the NCCL communicator exists), `TORCH_NCCL_*` and the env:// rendezvous
-    variables (`MASTER_ADDR`, `MASTER_PORT`, `RANK`, `WORLD_SIZE`) after `init_process_group`.
+    first collective or `init_process_group(device_id=...)` (the NCCL communicator exists), and
+    `TORCH_NCCL_*` and the env:// rendezvous variables (`MASTER_ADDR`, `MASTER_PORT`, `RANK`,
+    `WORLD_SIZE`) after `init_process_group` — unless a new group or collective follows, which
+    may read them again.
 
     ## Why is this bad?
     NCCL reads its environment once per process, when it creates the first communicator.
@@ -70,6 +72,17 @@ import torch.distributed as dist
 
 dist.init_process_group("nccl")
 dist.barrier()
+os.environ["NCCL_DEBUG"] = "INFO"
+""",
+            (7,),
+        ),
+        Invalid(
+            """
+import os
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("nccl", device_id=torch.device("cuda", 0))
 os.environ["NCCL_DEBUG"] = "INFO"
 """,
             (7,),

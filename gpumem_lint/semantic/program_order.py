@@ -492,6 +492,8 @@ class ProgramOrder:
                 spec = table.events[event]
                 if name in spec.cuda_argument_calls and not _names_cuda_device(_first_argument(call, "device_type")):
                     continue
+                if name in spec.calls_with_keyword and _keyword(call, spec.calls_with_keyword[name]) is not None:
+                    return event
                 if name in spec.calls or name in spec.cuda_argument_calls:
                     if spec.unless_env and self._env_written_before(spec.unless_env, steps):
                         return None
