@@ -19,6 +19,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from gpumem_lint.semantic.imports import dotted_name
+from gpumem_lint.semantic.statement_lines import statement_lines
 
 #: How many imports deep first-party modules are followed (the linted file's imports are depth 1).
 MAX_IMPORT_DEPTH = 3
@@ -223,9 +224,14 @@ def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Sum
     _IN_PROGRESS.add(path)
     try:
         graph = ModuleGraph(path, depth + 1)
+        lines: list[dict[int, int] | None] = []
         positions: dict = {}
 
         def line_of(node: cst.CSTNode) -> int:
+            if not lines:
+                lines.append(statement_lines(module, module.code))
+            if lines[0] is not None and id(node) in lines[0]:
+                return lines[0][id(node)]
             if not positions:
                 positions.update(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
             return positions[node].start.line
