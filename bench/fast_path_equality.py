@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import default_corpora, python_files  # noqa: E402
+from corpora import default_corpora, python_files
 
-from gpumem_lint import fast_path  # noqa: E402
-from gpumem_lint.engine import decode_source, lint_source  # noqa: E402
-from gpumem_lint.rules import ALL_RULES  # noqa: E402
+from gpumem_lint import fast_path
+from gpumem_lint.engine import decode_source, lint_source
+from gpumem_lint.rules import ALL_RULES
 
 
 def main() -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import python_files, torch_package  # noqa: E402
+from corpora import python_files, torch_package
 
 _FLOOR = "import libcst, sys; libcst.parse_module(open(sys.argv[1], encoding='utf-8').read())"
 _FULL = (

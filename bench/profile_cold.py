@@ -20,14 +20,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import default_corpora, python_files  # noqa: E402
+import libcst
+from corpora import default_corpora, python_files
 
-import libcst  # noqa: E402
-
-from gpumem_lint import engine  # noqa: E402
-from gpumem_lint.context import FileContext  # noqa: E402
-from gpumem_lint.rules import ALL_RULES  # noqa: E402
-from gpumem_lint.semantic.model import SemanticModel  # noqa: E402
+from gpumem_lint import engine
+from gpumem_lint.context import FileContext
+from gpumem_lint.rules import ALL_RULES
+from gpumem_lint.semantic.model import SemanticModel
 
 _spent: dict[str, float] = {}
 _stack: list[list] = []  # [stage, started, time spent in nested stages]

@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import default_corpora, python_files  # noqa: E402
+from corpora import default_corpora, python_files
 
 _CHUNK_SIZE = 4  # as gpumem_lint/runner.py
 _SELECT: str | None = None
