@@ -161,7 +161,11 @@ def _summarize(samples: list[Sample], names: list[str]) -> None:
 def _print_header(jobs: int) -> None:
     import libcst
 
-    versions = {"python": platform.python_version(), "libcst": _version("libcst"), "gpumem-lint": _version("gpumem-lint")}
+    versions = {
+        "python": platform.python_version(),
+        "libcst": _version("libcst"),
+        "gpumem-lint": _version("gpumem-lint"),
+    }
     print(
         f"rules: {_SELECT or 'default selection'}; "
         f"{time.strftime('%Y-%m-%d %H:%M %Z')}  {platform.machine()} {os.cpu_count()} cores "
@@ -207,7 +211,7 @@ def _parse(file: str) -> None:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         libcst.parse_module(data.decode(encoding).removeprefix("\ufeff"))
-    except Exception:  # noqa: BLE001, S110 - a file libcst rejects still cost its attempt
+    except Exception:
         pass
 
 

@@ -32,15 +32,22 @@ def main() -> int:
             runs = [_run(command, scratch) for _ in range(args.runs)]
             wall = statistics.median(run[0] for run in runs)
             cpu = statistics.median(run[1] for run in runs)
-            print(f"{label:28} wall {wall:.3f} s  cpu {cpu:.3f} s  (median of {args.runs}, load {os.getloadavg()[0]:.2f})")
-        result = subprocess.run([sys.executable, "-X", "importtime", *lint[1:]], capture_output=True, text=True, cwd=scratch, check=False)
+            print(
+                f"{label:28} wall {wall:.3f} s  cpu {cpu:.3f} s  (median of {args.runs}, load {os.getloadavg()[0]:.2f})"
+            )
+        result = subprocess.run(
+            [sys.executable, "-X", "importtime", *lint[1:]], capture_output=True, text=True, cwd=scratch, check=False
+        )
     imports = []
     for line in result.stderr.splitlines():
         if line.startswith("import time:") and "|" in line:
             own, _, name = line[len("import time:") :].split("|")
             if own.strip().isdigit():
                 imports.append((int(own), name.strip()))
-    print("slowest imports (self, ms):", ", ".join(f"{name} {own / 1000:.0f}" for own, name in sorted(imports)[-10:][::-1]))
+    print(
+        "slowest imports (self, ms):",
+        ", ".join(f"{name} {own / 1000:.0f}" for own, name in sorted(imports)[-10:][::-1]),
+    )
     return 0
 
 

@@ -51,9 +51,14 @@ def resnet50():
             super().__init__()
             outputs = width * 4
             self.body = nn.Sequential(
-                nn.Conv2d(inputs, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
-                nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
-                nn.Conv2d(width, outputs, 1, bias=False), nn.BatchNorm2d(outputs),
+                nn.Conv2d(inputs, width, 1, bias=False),
+                nn.BatchNorm2d(width),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(width, width, 3, stride, 1, bias=False),
+                nn.BatchNorm2d(width),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(width, outputs, 1, bias=False),
+                nn.BatchNorm2d(outputs),
             )
             self.shortcut = (
                 nn.Sequential(nn.Conv2d(inputs, outputs, 1, stride, bias=False), nn.BatchNorm2d(outputs))
@@ -68,7 +73,10 @@ def resnet50():
             return self.relu(out)
 
     layers: list[nn.Module] = [
-        nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1),
+        nn.Conv2d(3, 64, 7, 2, 3, bias=False),
+        nn.BatchNorm2d(64),
+        nn.ReLU(inplace=True),
+        nn.MaxPool2d(3, 2, 1),
     ]
     channels = 64
     for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
@@ -125,13 +133,35 @@ def workload(args) -> None:
 
 
 def measure(args) -> dict:
-    child = [str(Path(__file__).resolve()), "run", "--workload", args.workload, "--device", args.device,
-             "--steps", str(args.steps), "--warmup", str(args.warmup), "--threads", str(args.threads)]
+    child = [
+        str(Path(__file__).resolve()),
+        "run",
+        "--workload",
+        args.workload,
+        "--device",
+        args.device,
+        "--steps",
+        str(args.steps),
+        "--warmup",
+        str(args.warmup),
+        "--threads",
+        str(args.threads),
+    ]
     commands = {
         "plain": [sys.executable, *child, "--mode", "plain"],
         "empty-mode": [sys.executable, *child, "--mode", "empty-mode"],
-        "trace": [sys.executable, "-m", "gpumem_lint", "trace", "--no-static", "-o", "/dev/null", *child,
-                  "--mode", "plain"],
+        "trace": [
+            sys.executable,
+            "-m",
+            "gpumem_lint",
+            "trace",
+            "--no-static",
+            "-o",
+            "/dev/null",
+            *child,
+            "--mode",
+            "plain",
+        ],
     }
     results: dict[str, list[dict]] = {name: [] for name in commands}
     for _ in range(args.rounds):
@@ -149,7 +179,9 @@ def measure(args) -> dict:
         report[clock] = {
             "per_step": {name: round(value, 3) for name, value in ms.items()},
             "ratio": {name: round(value / ms["plain"], 3) for name, value in ms.items()},
-            "us_per_op": {name: round((value - ms["plain"]) * 1e3 / ops, 2) for name, value in ms.items() if name != "plain"},
+            "us_per_op": {
+                name: round((value - ms["plain"]) * 1e3 / ops, 2) for name, value in ms.items() if name != "plain"
+            },
         }
     return report
 

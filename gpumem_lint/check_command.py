@@ -74,7 +74,12 @@ def check_stdin(
     source goes to stdout (and the report to `console`, stderr then), as editors expect."""
     cwd = Path.cwd()
     display = display_path(Path(os.path.abspath(filename)), cwd) if filename else "-"
-    if filename and settings.force_exclude and os.path.lexists(filename) and not discover_files([str(filename)], settings):
+    if (
+        filename
+        and settings.force_exclude
+        and os.path.lexists(filename)
+        and not discover_files([str(filename)], settings)
+    ):
         if request.fix:
             sys.stdout.buffer.write(data)
         return 0  # excluded: passed through untouched
@@ -119,7 +124,9 @@ def _report_diff(result: RunResult, request: Request) -> int:
         sys.stdout.write(diff)
     if not request.quiet:
         count = len(result.fixed)
-        typer.echo(f"Would fix {count} error{'' if count == 1 else 's'}." if count else "No errors would be fixed.", err=True)
+        typer.echo(
+            f"Would fix {count} error{'' if count == 1 else 's'}." if count else "No errors would be fixed.", err=True
+        )
     return 1 if result.diffs else 0
 
 

@@ -52,9 +52,7 @@ def _print_version(value: bool) -> None:
 
 _FIXING = "Fixing"
 _SELECTORS = "Comma-separated codes or prefixes (GML101, GML1, ALL); repeatable."
-SelectOption = Annotated[
-    Optional[list[str]], typer.Option(metavar="CODES", help=f"Run only these rules. {_SELECTORS}")
-]
+SelectOption = Annotated[Optional[list[str]], typer.Option(metavar="CODES", help=f"Run only these rules. {_SELECTORS}")]
 ExtendSelectOption = Annotated[
     Optional[list[str]], typer.Option(metavar="CODES", help=f"Run these rules as well. {_SELECTORS}")
 ]
@@ -106,15 +104,14 @@ def check(
     exit_non_zero_on_fix: Annotated[
         bool,
         typer.Option(
-            "--exit-non-zero-on-fix", help="Exit 1 when something was fixed, even if nothing remains.",
+            "--exit-non-zero-on-fix",
+            help="Exit 1 when something was fixed, even if nothing remains.",
             rich_help_panel=_FIXING,
         ),
     ] = False,
     add_noqa: Annotated[
         bool,
-        typer.Option(
-            "--add-noqa", help="Add `# noqa: CODE` to every line with a finding.", rich_help_panel=_FIXING
-        ),
+        typer.Option("--add-noqa", help="Add `# noqa: CODE` to every line with a finding.", rich_help_panel=_FIXING),
     ] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", "-n", help="Neither read nor write the cache.")] = False,
     cache_dir: Annotated[
@@ -151,13 +148,25 @@ def check(
     except ConfigError as error:
         _fail(str(error))
     request = Request(
-        output_format, quiet, statistics, exit_zero, fix, unsafe_fixes, diff, show_fixes, exit_non_zero_on_fix,
-        add_noqa, use_cache=not no_cache, cache_dir=cache_dir,
+        output_format,
+        quiet,
+        statistics,
+        exit_zero,
+        fix,
+        unsafe_fixes,
+        diff,
+        show_fixes,
+        exit_non_zero_on_fix,
+        add_noqa,
+        use_cache=not no_cache,
+        cache_dir=cache_dir,
     )
     if from_stdin:
         # With --fix, stdout carries the fixed source, so the report goes to stderr.
         with _report_console(output_file, stderr=fix) as console:
-            raise typer.Exit(check_stdin(sys.stdin.buffer.read(), stdin_filename, selection, settings, request, console))
+            raise typer.Exit(
+                check_stdin(sys.stdin.buffer.read(), stdin_filename, selection, settings, request, console)
+            )
     if not files and not quiet:
         typer.echo("warning: No Python files found under the given path(s)", err=True)
     with _report_console(output_file) as console:
@@ -240,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         args = ["trace", *trace_command.split_arguments(args[1:])]
     try:
         app(args=args, prog_name="gpumem-lint")
-    except Exception as error:  # noqa: BLE001 - exit 2, never 1, which means "findings"
+    except Exception as error:
         traceback.print_exc()
         print(f"gpumem-lint: error: internal error: {error!r}; please report it", file=sys.stderr)
         sys.exit(2)

@@ -169,14 +169,10 @@ def _validate(table: dict, where: str) -> None:
                 f"{where}: 'target-version' in [{TABLE}] must be a string such as \"py313\", got {value!r}"
             )
         if key in _LIST_KEYS and not _is_list_of_strings(value):
-            raise ConfigError(
-                f"{where}: '{key}' in [{TABLE}] must be a list of strings, got {_toml_type(value)}"
-            )
+            raise ConfigError(f"{where}: '{key}' in [{TABLE}] must be a list of strings, got {_toml_type(value)}")
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
-        raise ConfigError(
-            f"{where}: 'per-file-ignores' in [{TABLE}] must be a table, got {_toml_type(per_file)}"
-        )
+        raise ConfigError(f"{where}: 'per-file-ignores' in [{TABLE}] must be a table, got {_toml_type(per_file)}")
     for pattern, selectors in per_file.items():
         if not _is_list_of_strings(selectors):
             raise ConfigError(

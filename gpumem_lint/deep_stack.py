@@ -30,7 +30,7 @@ def call_on_deep_stack(function: Callable[..., T], *args: object) -> T:
     def target() -> None:
         try:
             outcome.append((True, function(*args)))
-        except BaseException as error:  # noqa: BLE001 - handed back to the calling thread
+        except BaseException as error:
             outcome.append((False, error))
 
     previous_stack = threading.stack_size(_STACK_BYTES)

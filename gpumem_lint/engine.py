@@ -50,7 +50,7 @@ def decode_source(data: bytes) -> str:
     """Decode as Python does: BOM, then a coding cookie, else UTF-8 (PEP 263)."""
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     text = data.decode(encoding)
-    return text[1:] if text.startswith("\ufeff") else text
+    return text.removeprefix("\ufeff")
 
 
 def lint_source(
@@ -95,7 +95,7 @@ def _check(
             if not on_deep_stack():
                 raise  # retried on a deeper stack
             return _tool_diagnostic(InternalError, display, rules, f"file nested too deeply for {rule.code}")
-        except Exception:  # noqa: BLE001 - one rule's bug must not lose the file
+        except Exception:
             return _internal_error(display, rules, rule)
     dependencies |= ctx.dependencies
     if not reports:

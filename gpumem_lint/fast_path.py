@@ -165,9 +165,7 @@ class _Triggers:
                 touched |= lines.touched(trigger)
                 patterns.append(trigger)
         # `from torch import relu_ as r`: `r(x)` writes as `relu_(x)` would.
-        aliases = {
-            local for original, local in _aliases(lines.text) if any(p.search(f"{original}(") for p in patterns)
-        }
+        aliases = {local for original, local in _aliases(lines.text) if any(p.search(f"{original}(") for p in patterns)}
         if aliases:
             touched |= lines.touched(_words(aliases))
         self.lines = sorted(touched)

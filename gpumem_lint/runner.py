@@ -126,7 +126,7 @@ def _run_job(work: tuple[Job, bytes | None, str | None, FixMode | None]) -> File
     job = work[0]
     try:
         return _lint_or_fix(*work)
-    except Exception as error:  # noqa: BLE001 - an engine bug must cost one file, not the whole run
+    except Exception as error:
         if InternalError.code not in job.codes:
             return FileResult(())
         where = traceback.extract_tb(error.__traceback__)[-1]
@@ -135,10 +135,20 @@ def _run_job(work: tuple[Job, bytes | None, str | None, FixMode | None]) -> File
             "please report it with this file"
         )
         start = Position(1, 1)
-        return FileResult((
-            Diagnostic(job.display, start, start, InternalError.code, InternalError.name, message,
-                       InternalError.fix_title, InternalError.severity),
-        ))
+        return FileResult(
+            (
+                Diagnostic(
+                    job.display,
+                    start,
+                    start,
+                    InternalError.code,
+                    InternalError.name,
+                    message,
+                    InternalError.fix_title,
+                    InternalError.severity,
+                ),
+            )
+        )
 
 
 def _lint_or_fix(job: Job, data: bytes | None, digest: str | None, fix: FixMode | None) -> FileResult:
@@ -163,7 +173,9 @@ def _fix_job(job: Job, data: bytes, text: str, digest: str | None, rules, fix: F
     if outcome.text == text:
         return FileResult(outcome.remaining, broken=outcome.broken, dependencies=frozenset(dependencies), digest=digest)
     if not fix.write:
-        return FileResult(outcome.remaining, outcome.fixed, unified_diff(text, outcome.text, job.display), outcome.broken)
+        return FileResult(
+            outcome.remaining, outcome.fixed, unified_diff(text, outcome.text, job.display), outcome.broken
+        )
     written = encode_like(outcome.text, data)
     write_atomically(job.path, written)
     # What remains describes the new content: cache it under that content's hash.

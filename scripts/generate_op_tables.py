@@ -28,11 +28,23 @@ OUT_PATH = Path(__file__).resolve().parents[1] / "gpumem_lint" / "knowledge" / "
 # their input unchanged when there is nothing to do and a fresh copy otherwise
 # (docs: "Tensor Views").  Listing them as views would make every reshape look
 # like shared memory, so they are left to the analyzer's hand table.
-MAY_ALIAS = frozenset({
-    "as_tensor", "coalesce", "contiguous", "cpu", "cuda", "flatten",
-    "pin_memory", "ravel", "reshape", "reshape_as", "resolve_conj",
-    "resolve_neg", "to",
-})
+MAY_ALIAS = frozenset(
+    {
+        "as_tensor",
+        "coalesce",
+        "contiguous",
+        "cpu",
+        "cuda",
+        "flatten",
+        "pin_memory",
+        "ravel",
+        "reshape",
+        "reshape_as",
+        "resolve_conj",
+        "resolve_neg",
+        "to",
+    }
+)
 
 # A schema says *that* an op aliases, never that the view overlaps itself
 # (stride 0), so the broadcasting views are named here and kept only where the
@@ -52,8 +64,10 @@ def _writes_self(schema) -> bool:
     # For every public op, self is also the first Tensor argument, so this
     # covers torch.relu_(x) as well as x.relu_().  The Tensor check drops the
     # TorchScript list builtins that share the aten namespace (aten::sort.str).
-    return any(a.name == "self" and _is_tensor(a) and a.alias_info is not None
-               and a.alias_info.is_write for a in schema.arguments)
+    return any(
+        a.name == "self" and _is_tensor(a) and a.alias_info is not None and a.alias_info.is_write
+        for a in schema.arguments
+    )
 
 
 def _writes_out(schema) -> bool:
@@ -67,9 +81,10 @@ def _returns_view(schema) -> bool:
     ret = schema.returns[0].alias_info
     if ret is None or ret.is_write:
         return False
-    return any(_is_tensor(a) and a.alias_info is not None
-               and a.alias_info.before_set & ret.before_set
-               for a in schema.arguments)
+    return any(
+        _is_tensor(a) and a.alias_info is not None and a.alias_info.before_set & ret.before_set
+        for a in schema.arguments
+    )
 
 
 def _returns_views(schema) -> bool:
@@ -81,9 +96,10 @@ def _returns_views(schema) -> bool:
     """
     if len(schema.returns) != 1 or str(schema.returns[0].type) != "List[Tensor]":
         return False
-    return any(_is_tensor(a) and a.alias_info is not None
-               and not a.alias_info.is_write and "*" in a.alias_info.after_set
-               for a in schema.arguments)
+    return any(
+        _is_tensor(a) and a.alias_info is not None and not a.alias_info.is_write and "*" in a.alias_info.after_set
+        for a in schema.arguments
+    )
 
 
 def _has_inplace_param(fn) -> bool:
@@ -103,6 +119,7 @@ def _public(namespace, names) -> list[str]:
         if namespace is torch.Tensor:
             return hasattr(namespace, n)
         return callable(getattr(namespace, n, None))
+
     return sorted(n for n in names if not n.startswith("_") and present(n))
 
 
@@ -148,15 +165,14 @@ def build_tables() -> dict:
         "multi_view_methods": _public(torch.Tensor, by_kind["multi_view"]),
         "multi_view_functions": _public(torch, by_kind["multi_view"]),
         "expand_methods": sorted(BROADCAST_VIEWS.intersection(view_methods)),
-        "expand_functions": sorted(BROADCAST_VIEWS.intersection(view_functions)
-                                   | set(_public(torch, EXTRA_EXPAND))),
-        "functional_inplace_kwarg": sorted(
-            n for n in _public(F, dir(F)) if _has_inplace_param(getattr(F, n))),
+        "expand_functions": sorted(BROADCAST_VIEWS.intersection(view_functions) | set(_public(torch, EXTRA_EXPAND))),
+        "functional_inplace_kwarg": sorted(n for n in _public(F, dir(F)) if _has_inplace_param(getattr(F, n))),
         "functional_inplace_underscore": _public(F, [n for n in dir(F) if n.endswith("_")]),
         "module_inplace_kwarg": sorted(
-            n for n in _public(nn, dir(nn))
-            if inspect.isclass(c := getattr(nn, n)) and issubclass(c, nn.Module)
-            and _has_inplace_param(c.__init__)),
+            n
+            for n in _public(nn, dir(nn))
+            if inspect.isclass(c := getattr(nn, n)) and issubclass(c, nn.Module) and _has_inplace_param(c.__init__)
+        ),
         "init_functions": _public(nn.init, [n for n in dir(nn.init) if n.endswith("_")]),
     }
 
@@ -181,8 +197,7 @@ def diff_summary(old: dict, new: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if the file on disk is out of date")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the file on disk is out of date")
     args = parser.parse_args(argv)
     tables = build_tables()
     if not args.check:

@@ -1,7 +1,7 @@
 """Write `rules/<CODE>.md` and `rules/README.md` from the rule classes.
 
-    python scripts/generate_rule_pages.py          # write the pages, remove pages of deleted rules
-    python scripts/generate_rule_pages.py --check  # exit 1 if any page is missing, stale or extra
+python scripts/generate_rule_pages.py          # write the pages, remove pages of deleted rules
+python scripts/generate_rule_pages.py --check  # exit 1 if any page is missing, stale or extra
 """
 
 from __future__ import annotations

@@ -72,9 +72,7 @@ def test_unknown_key_is_named_with_the_file(tmp_path):
     pyproject(tmp_path, 'selec = ["GML001"]')
     with pytest.raises(ConfigError) as error:
         load_settings(["."], CliOverrides(), cwd=tmp_path)
-    assert str(error.value) == (
-        "pyproject.toml: unknown key 'selec' in [tool.gpumem-lint] (did you mean 'select'?)"
-    )
+    assert str(error.value) == ("pyproject.toml: unknown key 'selec' in [tool.gpumem-lint] (did you mean 'select'?)")
 
 
 @pytest.mark.parametrize(

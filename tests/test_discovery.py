@@ -35,8 +35,19 @@ def test_each_file_is_listed_once(tmp_path):
 
 
 def test_default_excludes(tmp_path):
-    touch(tmp_path, "keep.py", ".venv/lib/x.py", "venv/x.py", "build/x.py", "dist/x.py", "pkg/__pycache__/x.py",
-          "pkg/node_modules/x.py", ".git/hooks/x.py", ".tox/x.py", ".gpumem_lint_cache/x.py")
+    touch(
+        tmp_path,
+        "keep.py",
+        ".venv/lib/x.py",
+        "venv/x.py",
+        "build/x.py",
+        "dist/x.py",
+        "pkg/__pycache__/x.py",
+        "pkg/node_modules/x.py",
+        ".git/hooks/x.py",
+        ".tox/x.py",
+        ".gpumem_lint_cache/x.py",
+    )
     assert discovered(tmp_path, ".") == ["keep.py"]
 
 

@@ -33,7 +33,7 @@ def unrelated_{n}(items):
 
 #: Snippets whose findings depend on a scope the fast path would hollow out if it ignored a link.
 LINKS = {
-    "inplace module built in __init__": '''
+    "inplace module built in __init__": """
 import torch
 from torch import nn
 
@@ -48,8 +48,8 @@ class Block(nn.Module):
     def forward(self, x):
         y = self.act(x)
         return x + y
-''',
-    "function that writes its argument, called elsewhere": '''
+""",
+    "function that writes its argument, called elsewhere": """
 import torch
 
 def normalize(t):
@@ -63,8 +63,8 @@ def caller(batch):
     view = batch[0]
     normalize(batch)
     return view.sum(), batch
-''',
-    "aliased in-place import": '''
+""",
+    "aliased in-place import": """
 import torch
 from torch import nn
 from torch import relu_ as rectify
@@ -73,8 +73,8 @@ class Net(nn.Module):
     def forward(self, x):
         rectify(x)
         return x
-''',
-    "import inside a hollowed function": '''
+""",
+    "import inside a hollowed function": """
 def helper():
     import torch as th
     return th
@@ -86,8 +86,8 @@ def forward_like(x):
     y = x.view(-1)
     x.add_(1)
     return y.sum()
-''',
-    "function defined under a module-level if": '''
+""",
+    "function defined under a module-level if": """
 import sys
 import torch
 
@@ -100,7 +100,7 @@ def caller(x):
     v = x[0]
     scale(x)
     return v
-''',
+""",
     "decorated method, class-level statements": '''
 import torch
 from torch import nn
@@ -122,7 +122,7 @@ class Model(nn.Module):
         x.mul_(2)
         return h
 ''',
-    "module-level statements": '''
+    "module-level statements": """
 import torch
 weights = torch.ones(4)
 view = weights[:2]
@@ -131,7 +131,7 @@ print(view)
 
 def unrelated(x):
     return x
-''',
+""",
 }
 
 
@@ -208,11 +208,25 @@ def test_every_write_making_name_matches_the_write_triggers():
 @pytest.mark.parametrize(
     "statement",
     [
-        "x += 1", "x[i] = 0", "x[0][1] = 0", "x.view(-1)[0] = 1", "x[:, 0]: int = 0", "a, x[i] = b, c",
-        "x[i], a = b, c", "(a, x[i]) = b", "for x[i] in y: pass", "with f() as x[i]: pass", "p.data = t",
-        "z = [0 for x[0] in y]", "torch.add(a, b, out=c)", "F.relu(x, inplace=True)",
-        "F.batch_norm(x, m, v, training=True)", "np.copyto(a, b)", "model.load_state_dict(y)",
-        "opt = SGD(model.parameters()); opt.step()", "sd = model.state_dict(); train_one_epoch(model)",
+        "x += 1",
+        "x[i] = 0",
+        "x[0][1] = 0",
+        "x.view(-1)[0] = 1",
+        "x[:, 0]: int = 0",
+        "a, x[i] = b, c",
+        "x[i], a = b, c",
+        "(a, x[i]) = b",
+        "for x[i] in y: pass",
+        "with f() as x[i]: pass",
+        "p.data = t",
+        "z = [0 for x[0] in y]",
+        "torch.add(a, b, out=c)",
+        "F.relu(x, inplace=True)",
+        "F.batch_norm(x, m, v, training=True)",
+        "np.copyto(a, b)",
+        "model.load_state_dict(y)",
+        "opt = SGD(model.parameters()); opt.step()",
+        "sd = model.state_dict(); train_one_epoch(model)",
     ],
 )
 def test_every_write_form_keeps_its_scope(statement):

@@ -143,9 +143,9 @@ def test_fix_keeps_encoding_bom_line_ends_and_mode(capsys, tmp_path):
     bom = tmp_path / "bom.py"
     bom.write_bytes(b"\xef\xbb\xbf" + STALE_NOQA.encode())
     run(capsys, "--fix", ".")
-    assert latin.read_bytes() == source.replace(", E501", "").replace("GML107", "E501").replace(
-        "\n", "\r\n"
-    ).encode("latin-1")
+    assert latin.read_bytes() == source.replace(", E501", "").replace("GML107", "E501").replace("\n", "\r\n").encode(
+        "latin-1"
+    )
     assert stat.S_IMODE(latin.stat().st_mode) == 0o750
     assert bom.read_bytes() == b"\xef\xbb\xbf" + STALE_NOQA.replace("GML107, E501", "E501").encode()
     assert [path.name for path in tmp_path.iterdir() if path.suffix == ".tmp"] == []
@@ -215,14 +215,21 @@ def fit(model, optimizer, loader, epochs):
 @pytest.mark.parametrize(
     ("imports", "fixed_imports", "call"),
     [
-        pytest.param("import argparse\nimport time\n", "import argparse\nimport copy\nimport time\n", "copy.deepcopy",
-                     id="sorted into the first block"),
+        pytest.param(
+            "import argparse\nimport time\n",
+            "import argparse\nimport copy\nimport time\n",
+            "copy.deepcopy",
+            id="sorted into the first block",
+        ),
         pytest.param("import argparse\n", "import argparse\nimport copy\n", "copy.deepcopy", id="after the block"),
         pytest.param("import copy\n", "import copy\n", "copy.deepcopy", id="already imported"),
         pytest.param("from copy import deepcopy\n", "from copy import deepcopy\n", "deepcopy", id="deepcopy imported"),
-        pytest.param('"""Doc."""\nfrom __future__ import annotations\n',
-                     '"""Doc."""\nfrom __future__ import annotations\n\nimport copy\n', "copy.deepcopy",
-                     id="after docstring and __future__"),
+        pytest.param(
+            '"""Doc."""\nfrom __future__ import annotations\n',
+            '"""Doc."""\nfrom __future__ import annotations\n\nimport copy\n',
+            "copy.deepcopy",
+            id="after docstring and __future__",
+        ),
     ],
 )
 def test_state_dict_snapshot_fix_imports_copy_where_isort_would(imports, fixed_imports, call):
@@ -246,7 +253,9 @@ def edit(row: int, start: int, end: int, content: str) -> Edit:
         pytest.param([[edit(1, 1, 2, "X")], [edit(1, 3, 4, "Y")]], "XbYd\n", 2, id="independent"),
         pytest.param([[edit(1, 1, 3, "X")], [edit(1, 2, 4, "Y")]], "Xcd\n", 1, id="overlap waits"),
         pytest.param([[edit(1, 2, 2, "X")], [edit(1, 2, 2, "Y")]], "aXbcd\n", 1, id="same insertion point waits"),
-        pytest.param([[edit(1, 1, 2, "X"), edit(1, 4, 5, "Z")], [edit(1, 3, 5, "Y")]], "XbcZ\n", 1, id="one fix, two edits"),
+        pytest.param(
+            [[edit(1, 1, 2, "X"), edit(1, 4, 5, "Z")], [edit(1, 3, 5, "Y")]], "XbcZ\n", 1, id="one fix, two edits"
+        ),
         pytest.param([[edit(1, 1, 2, "X")], [edit(1, 2, 3, "Y")]], "XYcd\n", 2, id="adjacent"),
     ],
 )

@@ -68,7 +68,9 @@ def test_every_gml1xx_and_gml2xx_rule_is_covered_by_an_expect():
 
 def test_safe_fixtures_have_no_expects():
     offenders = [
-        f"{_rel(path)}:{row}" for path in FILES if "safe" in path.relative_to(FIXTURES).parts[:1]
+        f"{_rel(path)}:{row}"
+        for path in FILES
+        if "safe" in path.relative_to(FIXTURES).parts[:1]
         for row, _ in expected_findings(path)
     ]
     assert offenders == []

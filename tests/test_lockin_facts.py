@@ -21,8 +21,9 @@ _EARLY = "import torch; print(torch.get_num_threads())"
 def _run(code: str, env: dict[str, str]) -> list[int]:
     environment = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     environment.update(env)
-    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True,
-                            check=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True, timeout=120
+    )
     return [int(word) for word in result.stdout.split()]
 
 

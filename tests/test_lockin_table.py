@@ -39,8 +39,11 @@ MEASURED_CALLS = [(event, name) for event, raw in RAW["events"].items() for name
 @pytest.mark.parametrize(("event", "name"), MEASURED_CALLS, ids=[f"{e}:{n}" for e, n in MEASURED_CALLS])
 def test_measured_call_starts_exactly_its_events(event: str, name: str):
     result = CALLS[name]["result"]
-    observed = {"cuda_driver_init": result["driver"], "torch_cuda_init": result["torch_init"],
-                "context_creation": result["context"]}
+    observed = {
+        "cuda_driver_init": result["driver"],
+        "torch_cuda_init": result["torch_init"],
+        "context_creation": result["context"],
+    }
     expected = {kind: kind in TABLE.events[event].closure for kind in OBSERVABLE}
     assert observed == expected, f"{CALLS[name]['code']}: measured {observed}, table says {expected}"
 
@@ -57,8 +60,7 @@ _BEFORE = {
     "torch.cuda.device_count()": "torch.cuda.device_count()",
     "torch.device('cuda')": "torch.device('cuda')",
     "torch.cuda.is_available()": "torch.cuda.is_available()",
-    "is_available() with PYTORCH_NVML_BASED_CUDA_CHECK=1":
-        "os.environ['PYTORCH_NVML_BASED_CUDA_CHECK'] = '1'\ntorch.cuda.is_available()",
+    "is_available() with PYTORCH_NVML_BASED_CUDA_CHECK=1": "os.environ['PYTORCH_NVML_BASED_CUDA_CHECK'] = '1'\ntorch.cuda.is_available()",
     "get_device_properties(0)": "torch.cuda.get_device_properties(0)",
     "torch.cuda.set_device(0)": "torch.cuda.set_device(0)",
     "the first allocation": "torch.zeros(1, device='cuda')",
@@ -82,10 +84,14 @@ LATE_WRITES = [r for r in MEASURED["late_writes"] if _LATE.fullmatch(r["name"]) 
 
 
 def _locked(variable: str, value: str | None, before: str) -> bool:
-    source = f"import os\nimport torch\nimport torch.distributed as dist\n{before}\nos.environ[{variable!r}] = {value!r}\n"
+    source = (
+        f"import os\nimport torch\nimport torch.distributed as dist\n{before}\nos.environ[{variable!r}] = {value!r}\n"
+    )
     ctx = FileContext("<probe>", source, cst.parse_module(source))
     write = ctx.module.body[-1].body[0]
-    rows = [row for row in TABLE.variables if row.covers(variable) and (row.value is None or row.value.search(value or ""))]
+    rows = [
+        row for row in TABLE.variables if row.covers(variable) and (row.value is None or row.value.search(value or ""))
+    ]
     return any(ctx.program_order.first_event_before(write, TABLE.events_implying(row.event)) for row in rows)
 
 
@@ -93,7 +99,7 @@ def _locked(variable: str, value: str | None, before: str) -> bool:
 def test_late_write_honoured_exactly_when_not_locked(record: dict):
     match = _LATE.fullmatch(record["name"])
     outcome = record.get("result") or {"error": record.get("error")}
-    (kind, value), = [(k, v) for k, v in outcome.items() if k in _HONOURED][:1]
+    ((kind, value),) = [(k, v) for k, v in outcome.items() if k in _HONOURED][:1]
     honoured = _HONOURED[kind](value, match["value"])
     locked = _locked(match["var"], match["value"], _BEFORE[match["after"]])
     assert honoured is not locked, f"measured honoured={honoured}, table says locked={locked}: {outcome}"

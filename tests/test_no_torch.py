@@ -39,9 +39,7 @@ def test_check_runs_with_torch_unimportable(tmp_path):
         "        hidden.mul_(decay).add_(u)\n"
         "    return hidden - prev\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", _RUNNER, str(source)], capture_output=True, text=True, check=False
-    )
+    result = subprocess.run([sys.executable, "-c", _RUNNER, str(source)], capture_output=True, text=True, check=False)
     assert result.returncode == 1, result.stderr
     assert "train.py:6:9: GML103" in result.stdout
     assert "blocked" not in result.stderr
@@ -51,8 +49,6 @@ def test_linted_code_is_never_executed(tmp_path):
     marker = tmp_path / "executed"
     source = tmp_path / "side_effect.py"
     source.write_text(f"import torch\nopen({str(marker)!r}, 'w').write('ran')\n")
-    result = subprocess.run(
-        [sys.executable, "-c", _RUNNER, str(source)], capture_output=True, text=True, check=False
-    )
+    result = subprocess.run([sys.executable, "-c", _RUNNER, str(source)], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert not marker.exists()

@@ -23,9 +23,9 @@ def test_table_matches_installed_torch(ops):
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
     fresh = generator.build_tables()
-    assert fresh == ops, (
-        "ops.json is stale; run `python scripts/generate_op_tables.py`:\n"
-        + "\n".join(generator.diff_summary(ops, fresh)))
+    assert fresh == ops, "ops.json is stale; run `python scripts/generate_op_tables.py`:\n" + "\n".join(
+        generator.diff_summary(ops, fresh)
+    )
 
 
 def test_lists_are_sorted_and_unique(ops):
@@ -34,21 +34,23 @@ def test_lists_are_sorted_and_unique(ops):
             assert value == sorted(set(value)), key
 
 
-@pytest.mark.parametrize("key, name", [
-    ("inplace_methods", "add_"),
-    ("inplace_methods", "copy_"),
-    ("inplace_view_methods", "transpose_"),
-    ("inplace_functions", "relu_"),
-    ("out_functions", "add"),
-    *[("view_methods", n) for n in
-      ("view", "narrow", "select", "transpose", "diagonal", "unsqueeze", "detach")],
-    *[("multi_view_methods", n) for n in ("unbind", "split", "chunk")],
-    ("expand_methods", "expand"),
-    ("functional_inplace_kwarg", "relu"),
-    ("functional_inplace_underscore", "relu_"),
-    ("module_inplace_kwarg", "ReLU"),
-    ("init_functions", "zeros_"),
-])
+@pytest.mark.parametrize(
+    "key, name",
+    [
+        ("inplace_methods", "add_"),
+        ("inplace_methods", "copy_"),
+        ("inplace_view_methods", "transpose_"),
+        ("inplace_functions", "relu_"),
+        ("out_functions", "add"),
+        *[("view_methods", n) for n in ("view", "narrow", "select", "transpose", "diagonal", "unsqueeze", "detach")],
+        *[("multi_view_methods", n) for n in ("unbind", "split", "chunk")],
+        ("expand_methods", "expand"),
+        ("functional_inplace_kwarg", "relu"),
+        ("functional_inplace_underscore", "relu_"),
+        ("module_inplace_kwarg", "ReLU"),
+        ("init_functions", "zeros_"),
+    ],
+)
 def test_known_entries(ops, key, name):
     assert name in ops[key]
 

@@ -64,8 +64,14 @@ def lint(capsys, output_format: str, *paths: str) -> tuple[int, str]:
 
 def finding(**overrides) -> Diagnostic:
     fields = {
-        "path": "src/train.py", "start": Position(3, 9), "end": Position(3, 21), "code": "GML101",
-        "name": "data-write", "message": "writes `p.data`", "help": "Write under no_grad", "severity": Severity.ERROR,
+        "path": "src/train.py",
+        "start": Position(3, 9),
+        "end": Position(3, 21),
+        "code": "GML101",
+        "name": "data-write",
+        "message": "writes `p.data`",
+        "help": "Write under no_grad",
+        "severity": Severity.ERROR,
     }
     return Diagnostic(**{**fields, **overrides})
 

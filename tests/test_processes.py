@@ -46,7 +46,10 @@ def model_of(source: str):
             "from concurrent.futures import ProcessPoolExecutor\nwith ProcessPoolExecutor() as ex:\n    ex.submit(f, x)\n",
             [("executor", "fork")],
         ),
-        ("import multiprocessing as mp\nq = mp.Queue()\nq.put(x)\na, b = mp.Pipe()\na.send(x)\n", [("queue", "fork"), ("pipe", "fork")]),
+        (
+            "import multiprocessing as mp\nq = mp.Queue()\nq.put(x)\na, b = mp.Pipe()\na.send(x)\n",
+            [("queue", "fork"), ("pipe", "fork")],
+        ),
         ("import queue\nq = queue.Queue()\nq.put(x)\n", []),  # a thread queue crosses nothing
         ("import json\n\ndef f(q):\n    q.put(x)\n", []),  # no multiprocessing in the module
     ],

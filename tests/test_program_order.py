@@ -205,8 +205,13 @@ def test_site_names_the_call_and_the_event():
     source = "import torch\nimport os\nmodel.cuda()\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'  # query\n"
     ctx = _context(source, "train.py")
     site = ctx.program_order.first_event_before(_query_nodes(ctx, source)[0], CUDA_INIT_EVENTS)
-    assert (site.event, site.call, site.line, site.file, site.via) == ("first_allocation", "model.cuda()", 3,
-                                                                       "train.py", None)
+    assert (site.event, site.call, site.line, site.file, site.via) == (
+        "first_allocation",
+        "model.cuda()",
+        3,
+        "train.py",
+        None,
+    )
 
 
 def test_launch_after_a_write():
@@ -232,8 +237,10 @@ def _lint_context(tmp_path: Path, name: str, monkeypatch) -> tuple[FileContext, 
 
 
 def test_first_party_module_run_at_import(tmp_path, monkeypatch):
-    _project(tmp_path, {
-        "utils.py": """
+    _project(
+        tmp_path,
+        {
+            "utils.py": """
             import torch
 
             DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -241,27 +248,34 @@ def test_first_party_module_run_at_import(tmp_path, monkeypatch):
             def later():
                 torch.cuda.init()
         """,
-        "train.py": """
+            "train.py": """
             import os
             import utils
             os.environ["CUDA_VISIBLE_DEVICES"] = "1"  # query
         """,
-    })
+        },
+    )
     ctx, source = _lint_context(tmp_path, "train.py", monkeypatch)
     site = ctx.program_order.first_event_before(_query_nodes(ctx, source)[0], CUDA_INIT_EVENTS)
     assert (site.call, site.file, site.line, site.via) == (
-        "torch.cuda.is_available()", "utils.py", 4, "`import utils` at line 3"
+        "torch.cuda.is_available()",
+        "utils.py",
+        4,
+        "`import utils` at line 3",
     )
     assert ctx.dependencies == {(tmp_path / "utils.py").resolve()}
 
 
 def test_package_relative_import_and_nested_modules(tmp_path, monkeypatch):
-    _project(tmp_path, {
-        "pkg/__init__.py": "",
-        "pkg/env.py": "import torch\ntorch.cuda.set_device(0)\n",
-        "pkg/data.py": "from . import env\nLOADER = None\n",
-        "pkg/main.py": "import os\nfrom .data import LOADER\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'  # query\n",
-    })
+    _project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/env.py": "import torch\ntorch.cuda.set_device(0)\n",
+            "pkg/data.py": "from . import env\nLOADER = None\n",
+            "pkg/main.py": "import os\nfrom .data import LOADER\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'  # query\n",
+        },
+    )
     ctx, source = _lint_context(tmp_path, "pkg/main.py", monkeypatch)
     site = ctx.program_order.first_event_before(_query_nodes(ctx, source)[0], CUDA_INIT_EVENTS)
     assert (site.call, site.file, site.line) == ("torch.cuda.set_device(0)", "env.py", 2)
@@ -270,16 +284,20 @@ def test_package_relative_import_and_nested_modules(tmp_path, monkeypatch):
 
 def test_modules_outside_the_project_are_not_read(tmp_path, monkeypatch):
     (tmp_path / "utils.py").write_text("import torch\ntorch.cuda.init()\n")
-    _project(tmp_path / "proj", {"train.py": "import os\nimport utils\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'  # query\n"})
+    _project(
+        tmp_path / "proj", {"train.py": "import os\nimport utils\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'  # query\n"}
+    )
     ctx, source = _lint_context(tmp_path / "proj", "train.py", monkeypatch)
     assert ctx.program_order.first_event_before(_query_nodes(ctx, source)[0], CUDA_INIT_EVENTS) is None
     assert ctx.dependencies == set()
 
 
 def test_calls_into_first_party_functions(tmp_path, monkeypatch):
-    _project(tmp_path, {
-        "helpers/__init__.py": "",
-        "helpers/devices.py": """
+    _project(
+        tmp_path,
+        {
+            "helpers/__init__.py": "",
+            "helpers/devices.py": """
             import torch
 
             def get_device():
@@ -288,7 +306,7 @@ def test_calls_into_first_party_functions(tmp_path, monkeypatch):
             def describe():
                 return "no CUDA here"
         """,
-        "train.py": """
+            "train.py": """
             import os
             from helpers.devices import describe, get_device
             from helpers import devices
@@ -299,12 +317,16 @@ def test_calls_into_first_party_functions(tmp_path, monkeypatch):
             os.environ["CUDA_VISIBLE_DEVICES"] = "1"  # query
             devices.get_device()
         """,
-    })
+        },
+    )
     ctx, source = _lint_context(tmp_path, "train.py", monkeypatch)
     first, second = _query_nodes(ctx, source)
     assert ctx.program_order.first_event_before(first, CUDA_INIT_EVENTS) is None
     site = ctx.program_order.first_event_before(second, CUDA_INIT_EVENTS)
     assert (site.call, site.file, site.line, site.via) == (
-        "torch.cuda.is_available()", "helpers/devices.py", 5, "`get_device()` at line 8"
+        "torch.cuda.is_available()",
+        "helpers/devices.py",
+        5,
+        "`get_device()` at line 8",
     )
     assert (tmp_path / "helpers" / "devices.py").resolve() in ctx.dependencies

@@ -52,10 +52,13 @@ def test_target_comes_from_target_version_then_requires_python(tmp_path, pyproje
     assert find_target(source).version == expected
 
 
-@pytest.mark.parametrize(("pyproject", "flagged"), [
-    ('[project]\nrequires-python = ">=3.10"\n', False),  # fork by default: the child's write is lost, not shared
-    ('[tool.gpumem-lint]\ntarget-version = "py314"\n', True),  # forkserver: pickled into shared memory
-])
+@pytest.mark.parametrize(
+    ("pyproject", "flagged"),
+    [
+        ('[project]\nrequires-python = ">=3.10"\n', False),  # fork by default: the child's write is lost, not shared
+        ('[tool.gpumem-lint]\ntarget-version = "py314"\n', True),  # forkserver: pickled into shared memory
+    ],
+)
 def test_default_start_method_follows_the_target(tmp_path, pyproject, flagged):
     source = project(tmp_path, pyproject)
     codes = [d.code for d in lint_path(source, str(source), ALL_RULES)]

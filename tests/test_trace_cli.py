@@ -140,8 +140,16 @@ def runs(tmp_path_factory):
     package = work / "pkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "tool.py").write_text("import sys\nprint(__name__, sys.argv[1:], sys.path[0] == __import__('os').getcwd())\n")
-    jobs["python -m a module"] = (package / "tool.py", ["-x", "--output-format", "y"], work, work / "report_m.json", "pkg.tool")
+    (package / "tool.py").write_text(
+        "import sys\nprint(__name__, sys.argv[1:], sys.path[0] == __import__('os').getcwd())\n"
+    )
+    jobs["python -m a module"] = (
+        package / "tool.py",
+        ["-x", "--output-format", "y"],
+        work,
+        work / "report_m.json",
+        "pkg.tool",
+    )
     for name in TORCH_FIXTURES + (GPU_FIXTURES if _has_cuda() else []):
         jobs[name] = (TRACE_FIXTURES / name, [], ROOT, work / f"report_{name}.json", None)
     with ThreadPoolExecutor(max_workers=4) as pool:

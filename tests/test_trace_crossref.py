@@ -32,8 +32,9 @@ SELECTED = frozenset({"GML101", "GML102", "GML103", "GML106"})
 
 
 def static(path: Path, row: int, code: str = "GML103") -> Diagnostic:
-    return Diagnostic(str(path), Position(row, 5), Position(row, 9), code, "name", "static message", None,
-                      Severity.ERROR)
+    return Diagnostic(
+        str(path), Position(row, 5), Position(row, 9), code, "name", "static message", None, Severity.ERROR
+    )
 
 
 def observed(path: Path, row: int, code: str = "GML103", related_row: int | None = None) -> Finding:
@@ -46,7 +47,12 @@ CASES = {
     "seen at the static line: confirmed": ([6], [(6, "GML103", 7)], [], [], {(6, "GML103", "trace", "confirmed")}),
     "matched through a related line": ([7], [(6, "GML103", 7)], [], [], {(7, "GML103", "trace", "confirmed")}),
     "same code in the same function: confirmed": (
-        [4], [(6, "GML103", None)], [], [], {(4, "GML103", "trace", "confirmed")}),
+        [4],
+        [(6, "GML103", None)],
+        [],
+        [],
+        {(4, "GML103", "trace", "confirmed")},
+    ),
     "only at run time": ([], [(6, "GML103", None)], [], [], {(6, "GML103", "trace", "runtime-only")}),
     "static, line ran": ([6], [], [], [6], {(6, "GML103", "check", "reached-not-observed")}),
     "static, line never ran": ([6], [], [], [], {(6, "GML103", "check", "not-reached")}),

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 np = pytest.importorskip("numpy")
 
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode
 
 
 class Recorder(TorchDispatchMode):
@@ -32,7 +32,7 @@ class Recorder(TorchDispatchMode):
 def test_t1_data_and_detach_reach_a_mode_as_the_same_op():
     x = torch.ones(3)
     with Recorder() as mode:
-        x.data  # noqa: B018 - the attribute read is the operation under test
+        x.data
         x.detach()
     assert [name for name, _ in mode.outputs] == ["aten.detach.default", "aten.detach.default"]
 

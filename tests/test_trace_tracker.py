@@ -187,7 +187,7 @@ def run_snippet(tmp_path, source: str, *, max_ops=None, warn_once=pytest.fail, e
     uninstall = patches.install(tracker, Environment(sites, log, pytest.fail))
     try:
         with StorageMode(tracker):
-            exec(compile(source, str(path), "exec"), {"__name__": "snippet"})  # noqa: S102 - the snippet under test
+            exec(compile(source, str(path), "exec"), {"__name__": "snippet"})
     finally:
         uninstall()
     assert tracker.active == expect_active
@@ -260,12 +260,14 @@ def test_storage_records_forget_freed_storages_whose_ids_may_be_reused():
 
 def test_records_of_dead_tensors_are_dropped(tmp_path):
     path = tmp_path / "loop.py"
-    source = "import torch\nx = torch.zeros(4)\nfor _ in range(3000):\n    v = x[1:]\n    snap = x.detach()\n    x.add_(1)\n"
+    source = (
+        "import torch\nx = torch.zeros(4)\nfor _ in range(3000):\n    v = x[1:]\n    snap = x.detach()\n    x.add_(1)\n"
+    )
     path.write_text(source, encoding="utf-8")
     sites, log = SiteFinder(), FindingLog()
     tracker = Tracker(sites, log, FindingLog(), warn_once=pytest.fail)
     with StorageMode(tracker):
-        exec(compile(source, str(path), "exec"), {"__name__": "loop"})  # noqa: S102 - the snippet under test
+        exec(compile(source, str(path), "exec"), {"__name__": "loop"})
     assert tracker.active and list(log) == []
     assert sum(len(aliases) for aliases in tracker.aliases.values()) < 64
     assert len(tracker.by_id) < 4200 and len(tracker.pending) < 4200  # swept every 4096 registrations

@@ -107,56 +107,129 @@ LATE_WRITES = [
     ("CUDA_VISIBLE_DEVICES after torch.cuda.device_count()", "torch.cuda.device_count()\n" + _CVD_CHECK, {}),
     ("CUDA_VISIBLE_DEVICES after torch.device('cuda')", "torch.device('cuda')\n" + _CVD_CHECK, {}),
     ("CUDA_VISIBLE_DEVICES after torch.cuda.is_available()", "torch.cuda.is_available()\n" + _CVD_CHECK, {}),
-    ("CUDA_VISIBLE_DEVICES after is_available() with PYTORCH_NVML_BASED_CUDA_CHECK=1",
-     "torch.cuda.is_available()\n" + _CVD_CHECK, {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}),
+    (
+        "CUDA_VISIBLE_DEVICES after is_available() with PYTORCH_NVML_BASED_CUDA_CHECK=1",
+        "torch.cuda.is_available()\n" + _CVD_CHECK,
+        {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"},
+    ),
     ("CUDA_VISIBLE_DEVICES after get_device_properties(0)", "torch.cuda.get_device_properties(0)\n" + _CVD_CHECK, {}),
     ("CUDA_VISIBLE_DEVICES after torch.cuda.set_device(0)", "torch.cuda.set_device(0)\n" + _CVD_CHECK, {}),
     ("CUDA_VISIBLE_DEVICES after the first allocation", "torch.zeros(1, device='cuda')\n" + _CVD_CHECK, {}),
-    ("PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync before import", _BACKEND,
-     {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}),
-    ("PYTORCH_ALLOC_CONF=backend:cudaMallocAsync before import", _BACKEND,
-     {"PYTORCH_ALLOC_CONF": "backend:cudaMallocAsync"}),
-    ("PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync after import torch",
-     "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'backend:cudaMallocAsync'\n" + _BACKEND, {}),
-    ("PYTORCH_ALLOC_CONF=backend:cudaMallocAsync after import torch",
-     "os.environ['PYTORCH_ALLOC_CONF'] = 'backend:cudaMallocAsync'\n" + _BACKEND, {}),
-    ("PYTORCH_CUDA_ALLOC_CONF=backend:native after import torch",
-     "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'backend:native'\n" + _BACKEND, {}),
-    ("PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync after the first allocation",
-     "torch.zeros(1, device='cuda')\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'backend:cudaMallocAsync'\n" + _BACKEND, {}),
-    ("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True after import torch",
-     "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:True'\n" + _EXPANDABLE, {}),
-    ("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True after torch.cuda.is_available()",
-     "torch.cuda.is_available()\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:True'\n" + _EXPANDABLE, {}),
-    ("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True after torch.cuda.init()",
-     "torch.cuda.init()\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:True'\n" + _EXPANDABLE, {}),
-    ("PYTORCH_ALLOC_CONF=expandable_segments:True after torch.cuda.init()",
-     "torch.cuda.init()\nos.environ['PYTORCH_ALLOC_CONF'] = 'expandable_segments:True'\n" + _EXPANDABLE, {}),
+    (
+        "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync before import",
+        _BACKEND,
+        {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"},
+    ),
+    (
+        "PYTORCH_ALLOC_CONF=backend:cudaMallocAsync before import",
+        _BACKEND,
+        {"PYTORCH_ALLOC_CONF": "backend:cudaMallocAsync"},
+    ),
+    (
+        "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync after import torch",
+        "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'backend:cudaMallocAsync'\n" + _BACKEND,
+        {},
+    ),
+    (
+        "PYTORCH_ALLOC_CONF=backend:cudaMallocAsync after import torch",
+        "os.environ['PYTORCH_ALLOC_CONF'] = 'backend:cudaMallocAsync'\n" + _BACKEND,
+        {},
+    ),
+    (
+        "PYTORCH_CUDA_ALLOC_CONF=backend:native after import torch",
+        "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'backend:native'\n" + _BACKEND,
+        {},
+    ),
+    (
+        "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync after the first allocation",
+        "torch.zeros(1, device='cuda')\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'backend:cudaMallocAsync'\n" + _BACKEND,
+        {},
+    ),
+    (
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True after import torch",
+        "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:True'\n" + _EXPANDABLE,
+        {},
+    ),
+    (
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True after torch.cuda.is_available()",
+        "torch.cuda.is_available()\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:True'\n" + _EXPANDABLE,
+        {},
+    ),
+    (
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True after torch.cuda.init()",
+        "torch.cuda.init()\nos.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:True'\n" + _EXPANDABLE,
+        {},
+    ),
+    (
+        "PYTORCH_ALLOC_CONF=expandable_segments:True after torch.cuda.init()",
+        "torch.cuda.init()\nos.environ['PYTORCH_ALLOC_CONF'] = 'expandable_segments:True'\n" + _EXPANDABLE,
+        {},
+    ),
     ("PYTORCH_NO_CUDA_MEMORY_CACHING=1 unset (baseline)", _CACHING, {}),
-    ("PYTORCH_NO_CUDA_MEMORY_CACHING=1 after import torch",
-     "os.environ['PYTORCH_NO_CUDA_MEMORY_CACHING'] = '1'\n" + _CACHING, {}),
-    ("PYTORCH_NO_CUDA_MEMORY_CACHING=1 after torch.cuda.init()",
-     "torch.cuda.init()\nos.environ['PYTORCH_NO_CUDA_MEMORY_CACHING'] = '1'\n" + _CACHING, {}),
-    ("PYTORCH_NO_CUDA_MEMORY_CACHING=1 after the first allocation",
-     "torch.zeros(1, device='cuda')\nos.environ['PYTORCH_NO_CUDA_MEMORY_CACHING'] = '1'\n" + _CACHING, {}),
+    (
+        "PYTORCH_NO_CUDA_MEMORY_CACHING=1 after import torch",
+        "os.environ['PYTORCH_NO_CUDA_MEMORY_CACHING'] = '1'\n" + _CACHING,
+        {},
+    ),
+    (
+        "PYTORCH_NO_CUDA_MEMORY_CACHING=1 after torch.cuda.init()",
+        "torch.cuda.init()\nos.environ['PYTORCH_NO_CUDA_MEMORY_CACHING'] = '1'\n" + _CACHING,
+        {},
+    ),
+    (
+        "PYTORCH_NO_CUDA_MEMORY_CACHING=1 after the first allocation",
+        "torch.zeros(1, device='cuda')\nos.environ['PYTORCH_NO_CUDA_MEMORY_CACHING'] = '1'\n" + _CACHING,
+        {},
+    ),
     ("CUDA_LAUNCH_BLOCKING unset (baseline)", "torch.cuda.init()\n" + _BLOCKING, {}),
-    ("CUDA_LAUNCH_BLOCKING=1 after torch.cuda.init()",
-     "torch.cuda.init()\nos.environ['CUDA_LAUNCH_BLOCKING'] = '1'\n" + _BLOCKING, {}),
-    ("CUDA_LAUNCH_BLOCKING=1 after torch.cuda.set_device(0)",
-     "torch.cuda.set_device(0)\nos.environ['CUDA_LAUNCH_BLOCKING'] = '1'\n" + _BLOCKING, {}),
-    ("change_current_allocator after torch.cuda.is_available()",
-     ("a = torch.cuda.memory._get_current_allocator()\ntorch.cuda.is_available()\n"
-      "torch.cuda.memory.change_current_allocator(a)\nout = {'swapped': True}"), {}),
-    ("change_current_allocator after torch.cuda.init()",
-     ("a = torch.cuda.memory._get_current_allocator()\ntorch.cuda.init()\n"
-      "torch.cuda.memory.change_current_allocator(a)\nout = {'swapped': True}"), {}),
-    ("set_per_process_memory_fraction(1.5)", "torch.cuda.set_per_process_memory_fraction(1.5)\nout = {'accepted': True}", {}),
-    ("set_per_process_memory_fraction(-0.1)", "torch.cuda.set_per_process_memory_fraction(-0.1)\nout = {'accepted': True}", {}),
-    ("OMP_NUM_THREADS=1 after import torch", "os.environ['OMP_NUM_THREADS'] = '1'\nout = {'threads': torch.get_num_threads()}", {}),
+    (
+        "CUDA_LAUNCH_BLOCKING=1 after torch.cuda.init()",
+        "torch.cuda.init()\nos.environ['CUDA_LAUNCH_BLOCKING'] = '1'\n" + _BLOCKING,
+        {},
+    ),
+    (
+        "CUDA_LAUNCH_BLOCKING=1 after torch.cuda.set_device(0)",
+        "torch.cuda.set_device(0)\nos.environ['CUDA_LAUNCH_BLOCKING'] = '1'\n" + _BLOCKING,
+        {},
+    ),
+    (
+        "change_current_allocator after torch.cuda.is_available()",
+        (
+            "a = torch.cuda.memory._get_current_allocator()\ntorch.cuda.is_available()\n"
+            "torch.cuda.memory.change_current_allocator(a)\nout = {'swapped': True}"
+        ),
+        {},
+    ),
+    (
+        "change_current_allocator after torch.cuda.init()",
+        (
+            "a = torch.cuda.memory._get_current_allocator()\ntorch.cuda.init()\n"
+            "torch.cuda.memory.change_current_allocator(a)\nout = {'swapped': True}"
+        ),
+        {},
+    ),
+    (
+        "set_per_process_memory_fraction(1.5)",
+        "torch.cuda.set_per_process_memory_fraction(1.5)\nout = {'accepted': True}",
+        {},
+    ),
+    (
+        "set_per_process_memory_fraction(-0.1)",
+        "torch.cuda.set_per_process_memory_fraction(-0.1)\nout = {'accepted': True}",
+        {},
+    ),
+    (
+        "OMP_NUM_THREADS=1 after import torch",
+        "os.environ['OMP_NUM_THREADS'] = '1'\nout = {'threads': torch.get_num_threads()}",
+        {},
+    ),
     ("OMP_NUM_THREADS=1 before import", "out = {'threads': torch.get_num_threads()}", {"OMP_NUM_THREADS": "1"}),
     ("torch._C._cuda_emptyCache exists", "out = {'exists': hasattr(torch._C, '_cuda_emptyCache')}", {}),
-    ("torch.cuda.memory._C._cuda_allocate exists",
-     "out = {'exists': hasattr(torch.cuda.memory, '_C') and hasattr(torch.cuda.memory._C, '_cuda_allocate')}", {}),
+    (
+        "torch.cuda.memory._C._cuda_allocate exists",
+        "out = {'exists': hasattr(torch.cuda.memory, '_C') and hasattr(torch.cuda.memory._C, '_cuda_allocate')}",
+        {},
+    ),
 ]
 
 _NCCL = """
@@ -178,8 +251,9 @@ dist.destroy_process_group()
 def _run(code: str, env: dict[str, str], argv: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("PYTORCH_", "CUDA_", "NCCL_", "OMP_"))}
     environment.update(env)
-    return subprocess.run([sys.executable, "-c", code, *argv], env=environment, capture_output=True, text=True,
-                          timeout=240, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv], env=environment, capture_output=True, text=True, timeout=240, check=False
+    )
 
 
 def _json_probe(name: str, body: str, env: dict[str, str]) -> dict:
@@ -202,19 +276,32 @@ def _call_probe(name: str) -> dict:
 def _nccl_probe(case: str, port: int) -> dict:
     result = _run(_NCCL, {}, (str(port), case))
     info = sum("NCCL INFO" in line for line in (result.stdout + result.stderr).splitlines())
-    return {"name": f"NCCL_DEBUG=INFO {case.replace('_', ' ')}", "result": {"nccl_info_lines": info},
-            **({"error": result.stderr.strip().splitlines()[-1][:300]} if result.returncode else {})}
+    return {
+        "name": f"NCCL_DEBUG=INFO {case.replace('_', ' ')}",
+        "result": {"nccl_info_lines": info},
+        **({"error": result.stderr.strip().splitlines()[-1][:300]} if result.returncode else {}),
+    }
 
 
 def main() -> None:
-    version = _run("import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0), "
-                   "torch.cuda.device_count())", {})
+    version = _run(
+        "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0), "
+        "torch.cuda.device_count())",
+        {},
+    )
     with ThreadPoolExecutor(max_workers=8) as pool:
         calls = list(pool.map(_call_probe, CALLS))
         writes = list(pool.map(lambda probe: _json_probe(*probe), LATE_WRITES))
     nccl = [_nccl_probe("after_init", 29611), _nccl_probe("after_collective", 29612)]
-    json.dump({"torch": version.stdout.strip() or version.stderr.strip()[-300:], "calls": calls,
-               "late_writes": writes + nccl}, sys.stdout, indent=1)
+    json.dump(
+        {
+            "torch": version.stdout.strip() or version.stderr.strip()[-300:],
+            "calls": calls,
+            "late_writes": writes + nccl,
+        },
+        sys.stdout,
+        indent=1,
+    )
     print()
 
 

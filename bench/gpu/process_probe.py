@@ -136,7 +136,9 @@ def run(source: str) -> dict:
         script = Path(directory) / "probe.py"
         script.write_text(source)
         try:
-            done = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=180)
+            done = subprocess.run(
+                [sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=180
+            )
         except subprocess.TimeoutExpired:
             return {"error": "timeout"}
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]

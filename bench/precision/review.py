@@ -26,7 +26,9 @@ def lint(corpus: str, root: Path, select: str | None) -> list[tuple[str, str, in
     selection = ["--select", select] if select else []
     result = subprocess.run(
         [sys.executable, "-m", "gpumem_lint", str(root), "--output-format", "json", "-q", "--exit-zero", *selection],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     findings = []
     for item in json.loads(result.stdout):
@@ -41,7 +43,8 @@ def main(arguments: list[str]) -> int:
     corpora = dict(argument.split("=", 1) for argument in arguments if not argument.startswith("--"))
     prefixes = tuple(select.split(",")) if select else ("",)
     verdicts = {
-        (v["corpus"], v["path"], v["line"], v["code"]): v for v in json.loads(VERDICTS.read_text())
+        (v["corpus"], v["path"], v["line"], v["code"]): v
+        for v in json.loads(VERDICTS.read_text())
         if v["corpus"] in corpora and v["code"].startswith(prefixes)
     }
     counts: Counter[tuple[str, str]] = Counter()

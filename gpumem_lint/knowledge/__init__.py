@@ -19,9 +19,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 # Names that are also methods of Python's own containers and strings: seeing one
 # called proves nothing about the receiver being a tensor (`line.split(",")`).
-_BUILTIN_METHOD_NAMES = frozenset(
-    name for kind in (list, dict, str, tuple, set, bytes) for name in dir(kind)
-)
+_BUILTIN_METHOD_NAMES = frozenset(name for kind in (list, dict, str, tuple, set, bytes) for name in dir(kind))
 
 
 @dataclass(eq=False)
@@ -70,8 +68,12 @@ class Knowledge:
     def tensor_only_methods(self) -> frozenset[str]:
         """Methods whose call is evidence that the receiver is a tensor (or ndarray)."""
         names = (
-            self.inplace_methods | self.view_methods | self.multi_view_methods | self.detach_methods
-            | self.evidence_methods | self.out_functions  # `x.mean()`, `x.sigmoid()`: aten ops as methods
+            self.inplace_methods
+            | self.view_methods
+            | self.multi_view_methods
+            | self.detach_methods
+            | self.evidence_methods
+            | self.out_functions  # `x.mean()`, `x.sigmoid()`: aten ops as methods
         )
         return frozenset(names - _BUILTIN_METHOD_NAMES)
 

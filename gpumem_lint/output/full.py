@@ -1,13 +1,13 @@
 """Each finding with the source lines around it, the span underlined, and the remedy.
 
-    model.py:2:7: GML001 invalid syntax: ...
-      |
-    1 | import torch
-    2 | def f(:
-      |       ^ GML001
-    3 |     pass
-      |
-    help: Fix the syntax error; nothing else in this file was checked
+model.py:2:7: GML001 invalid syntax: ...
+  |
+1 | import torch
+2 | def f(:
+  |       ^ GML001
+3 |     pass
+  |
+help: Fix the syntax error; nothing else in this file was checked
 """
 
 from __future__ import annotations

@@ -140,7 +140,9 @@ def _result(diagnostic: Diagnostic, fingerprint: str) -> dict[str, Any]:
     if diagnostic.fix is not None:
         result["fixes"] = [
             {
-                "description": {"text": f"{diagnostic.fix.title or diagnostic.help} ({diagnostic.fix.applicability.value} fix)"},
+                "description": {
+                    "text": f"{diagnostic.fix.title or diagnostic.help} ({diagnostic.fix.applicability.value} fix)"
+                },
                 "artifactChanges": [
                     {
                         "artifactLocation": artifact,
@@ -167,7 +169,10 @@ def _artifact(path: str) -> dict[str, str]:
     """Display paths are relative to the working directory when under it, absolute otherwise."""
     if Path(path).is_absolute():
         return {"uri": Path(path).as_uri()}
-    return {"uri": "/".join(quote(part.encode("utf-8", "surrogateescape"), safe="") for part in path.split("/")), "uriBaseId": "%SRCROOT%"}
+    return {
+        "uri": "/".join(quote(part.encode("utf-8", "surrogateescape"), safe="") for part in path.split("/")),
+        "uriBaseId": "%SRCROOT%",
+    }
 
 
 def _line_hash(diagnostic: Diagnostic, lines: list[str] | None) -> str:

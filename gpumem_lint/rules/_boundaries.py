@@ -53,7 +53,9 @@ class CudaEvidence:
     def __init__(self, ctx: FileContext) -> None:
         self.imports = ctx.semantic.imports
         self.names = cuda_names(ctx.module, self.imports)
-        self._moved = {id(f.scope.node): moved_to_cuda(f.scope.node, self.names, self.imports) for f in ctx.semantic.facts}
+        self._moved = {
+            id(f.scope.node): moved_to_cuda(f.scope.node, self.names, self.imports) for f in ctx.semantic.facts
+        }
 
     def sends_cuda(self, facts: ScopeFacts, crossing: Crossing) -> bool:
         sent = (handle for handle in crossing.sent.handles if handle.role is None)

@@ -89,8 +89,11 @@ def _move_above_import(ctx: FileContext, write: EnvWrite, site: Site) -> Fix | N
     positions = ctx.positions
     rows = {id(statement): positions[statement].start.line for statement in ctx.module.body}
     line = next(
-        (s for s in ctx.module.body
-         if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and s.body[0] is write.node),
+        (
+            s
+            for s in ctx.module.body
+            if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and s.body[0] is write.node
+        ),
         None,
     )
     if line is None or positions[line].end.line != rows[id(line)]:
@@ -116,8 +119,10 @@ def _binds_environ(statement: cst.CSTNode, ctx: FileContext) -> bool:
     imports = ctx.program_order.imports
     return any(
         isinstance(small, (cst.Import, cst.ImportFrom))
-        and any(imports.qualify(cst.Name(alias.evaluated_alias or alias.evaluated_name)) in {"os", "os.environ"}
-                for alias in (small.names if not isinstance(small.names, cst.ImportStar) else ()))
+        and any(
+            imports.qualify(cst.Name(alias.evaluated_alias or alias.evaluated_name)) in {"os", "os.environ"}
+            for alias in (small.names if not isinstance(small.names, cst.ImportStar) else ())
+        )
         for small in statement.body
     )
 
@@ -125,9 +130,11 @@ def _binds_environ(statement: cst.CSTNode, ctx: FileContext) -> bool:
 def _is_removal(node: cst.CSTNode) -> bool:
     if isinstance(node, cst.Del):
         return True
-    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in {
-        "pop", "unsetenv", "__delitem__"
-    }
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in {"pop", "unsetenv", "__delitem__"}
+    )
 
 
 def _applicable(rows: list[Variable], write: EnvWrite) -> list[Variable]:

@@ -11,6 +11,8 @@ def is_test_file(display: str) -> bool:
     path = PurePath(display)
     name = path.name
     return (
-        name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
         or any(part in _TEST_DIRECTORIES for part in path.parts[:-1])
     )

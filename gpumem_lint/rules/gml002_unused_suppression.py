@@ -125,8 +125,15 @@ def unused_suppressions(
         start, end = Position(row, match.start() + 1), Position(row, match.end() + 1)
         findings.append(
             Diagnostic(
-                display, start, end, UnusedSuppression.code, UnusedSuppression.name, message,
-                UnusedSuppression.fix_title, UnusedSuppression.severity, _removal(row, line, match, set(unused)),
+                display,
+                start,
+                end,
+                UnusedSuppression.code,
+                UnusedSuppression.name,
+                message,
+                UnusedSuppression.fix_title,
+                UnusedSuppression.severity,
+                _removal(row, line, match, set(unused)),
             )
         )
     return findings
@@ -137,7 +144,7 @@ def _removal(row: int, line: str, match: re.Match[str], unused: set[str]) -> Fix
     kept = [code for code in written if code.upper() not in unused]
     if kept:
         edit = Edit(Position(row, match.start("codes") + 1), Position(row, match.end("codes") + 1), ", ".join(kept))
-    elif line[match.end():].strip():
+    elif line[match.end() :].strip():
         return None
     else:
         # The directive and the blanks before it go; the rest of the line stays.

@@ -97,5 +97,5 @@ def align(a, b):
                         write.node,
                         f"{write_text(ctx, write)} writes in place to an expanded tensor (line "
                         f"{ctx.line(write.writer.node)}) whose elements share memory: PyTorch raises "
-                        "\"more than one element of the written-to tensor refers to a single memory location\"",
+                        '"more than one element of the written-to tensor refers to a single memory location"',
                     )

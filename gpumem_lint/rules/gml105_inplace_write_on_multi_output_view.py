@@ -117,8 +117,8 @@ def step(model, x, opt):
                     yield Report(
                         write.node,
                         f"{write_text(ctx, write)} writes in place to one of several views returned at line "
-                        f"{ctx.line(write.writer.node)}: autograd raises \"is a view and is being modified "
-                        "inplace\" when the input requires grad",
+                        f'{ctx.line(write.writer.node)}: autograd raises "is a view and is being modified '
+                        'inplace" when the input requires grad',
                     )
 
 

@@ -12,9 +12,31 @@ from gpumem_lint.semantic.write_triggers import WRITES
 
 # Words in a function's name (or an enclosing function's) that announce mutation as its job.
 _MUTATING_WORDS = frozenset(
-    {"init", "initialize", "initialise", "reset", "step", "update", "inplace", "fill", "zero", "clip", "copy",
-     "broadcast", "reduce", "allreduce", "scatter", "gather", "sync", "replace", "set", "assign", "write",
-     "mutate", "cast"}
+    {
+        "init",
+        "initialize",
+        "initialise",
+        "reset",
+        "step",
+        "update",
+        "inplace",
+        "fill",
+        "zero",
+        "clip",
+        "copy",
+        "broadcast",
+        "reduce",
+        "allreduce",
+        "scatter",
+        "gather",
+        "sync",
+        "replace",
+        "set",
+        "assign",
+        "write",
+        "mutate",
+        "cast",
+    }
 )
 # Parameters written by contract: outputs, buffers, and batch-norm running statistics.
 _OUTPUT_PARAMETER = re.compile(
@@ -71,7 +93,9 @@ class InplaceWriteOnArgument(Rule):
     name = "inplace-write-on-argument"
     severity = Severity.WARNING
     summary = "In-place write to a tensor the caller passed in"
-    fix_title = "Write out of place (`x = x + b`), or `x = x.clone()` first; name the function `*_` if mutation is its job"
+    fix_title = (
+        "Write out of place (`x = x + b`), or `x = x.clone()` first; name the function `*_` if mutation is its job"
+    )
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
@@ -219,4 +243,3 @@ def _checked(scope: Scope) -> bool:
 
 def _announces_mutation(name: str) -> bool:
     return name.endswith("_") or any(word in _MUTATING_WORDS for word in name.lower().split("_"))
-

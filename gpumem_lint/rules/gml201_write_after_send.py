@@ -206,5 +206,6 @@ def score(batches, fn):
 def _sent_as_snapshot(crossing: Crossing, write: Write) -> bool:
     """`q.put(model.state_dict())`: the receiver means to get the weights as they are now."""
     return any(
-        handle.kind is AliasKind.STATE_DICT and handle.storage.related(write.storage) for handle in crossing.sent.handles
+        handle.kind is AliasKind.STATE_DICT and handle.storage.related(write.storage)
+        for handle in crossing.sent.handles
     )

@@ -162,7 +162,9 @@ def norms(tensors):
             shared = sender.processes.shared_on_purpose
             moved = moved_to_cuda(receiver.facts.scope.node, devices, ctx.semantic.imports)
             first: dict[str, Write] = {}  # one finding per parameter: its first write
-            for write in sorted(receiver.facts.writes, key=lambda w: (ctx.line(w.node), ctx.positions[w.node].start.column)):
+            for write in sorted(
+                receiver.facts.writes, key=lambda w: (ctx.line(w.node), ctx.positions[w.node].start.column)
+            ):
                 names = _received_names(receiver, write)
                 if not names or write.rebinds or names[0] in first:
                     continue
@@ -171,7 +173,9 @@ def norms(tensors):
                 values = [receiver.received[name] for name in names]
                 if any(h.storage.related(s) for value in values for h in value.handles for s in shared):
                     continue
-                if not (write.certain or any(value.tensor for value in values) or receiver.facts.scope.params.get(names[0])):
+                if not (
+                    write.certain or any(value.tensor for value in values) or receiver.facts.scope.params.get(names[0])
+                ):
                     continue  # `n += 1` on a received int
                 first[names[0]] = write
             for name, write in first.items():

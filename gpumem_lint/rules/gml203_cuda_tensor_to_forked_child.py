@@ -13,6 +13,7 @@ from gpumem_lint.rules.base import Invalid, Report, Rule
 #: Crossings that start processes, and so may fork (`start_processes(..., start_method="fork")` too).
 _FORKING = ("process", "spawn", "pool", "executor")
 
+
 class CudaTensorToForkedChild(Rule):
     """
     ## What it does
@@ -59,7 +60,7 @@ class CudaTensorToForkedChild(Rule):
     name = "cuda-tensor-to-forked-child"
     severity = Severity.ERROR
     summary = "CUDA tensor handed to a child started with fork"
-    fix_title = "Start the child with spawn (`mp.get_context(\"spawn\")`), or send CPU tensors and move them in the child"
+    fix_title = 'Start the child with spawn (`mp.get_context("spawn")`), or send CPU tensors and move them in the child'
     triggers = ("multiprocessing", "ProcessPoolExecutor")
     VALID = (
         """

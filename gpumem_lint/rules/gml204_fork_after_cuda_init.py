@@ -23,6 +23,7 @@ _DEPTH = 2
 #: Crossings that start processes, and so may fork (`start_processes(..., start_method="fork")` too).
 _FORKING = ("process", "spawn", "pool", "executor")
 
+
 class ForkAfterCudaInit(Rule):
     """
     ## What it does
@@ -75,7 +76,7 @@ class ForkAfterCudaInit(Rule):
     name = "fork-after-cuda-init"
     severity = Severity.ERROR
     summary = "A forked child uses CUDA after the parent initialised it"
-    fix_title = "Start CUDA-using children with spawn (`mp.get_context(\"spawn\")`), or keep CUDA out of the parent until they are started"
+    fix_title = 'Start CUDA-using children with spawn (`mp.get_context("spawn")`), or keep CUDA out of the parent until they are started'
     triggers = ("multiprocessing", "ProcessPoolExecutor")
     VALID = (
         """

@@ -63,7 +63,9 @@ class CudaInDataloaderWorker(Rule):
     name = "cuda-in-dataloader-worker"
     severity = Severity.ERROR
     summary = "A Dataset loaded by DataLoader workers creates CUDA tensors"
-    fix_title = "Return CPU tensors from the Dataset and move batches to the GPU in the main process (`pin_memory=True`)"
+    fix_title = (
+        "Return CPU tensors from the Dataset and move batches to the GPU in the main process (`pin_memory=True`)"
+    )
     triggers = ("DataLoader",)
     VALID = (
         """
@@ -177,7 +179,8 @@ class _CudaAttributes(Walker):
         for target in node.targets:
             pairs = [(target.target, node.value)]
             if (
-                isinstance(target.target, cst.Tuple) and isinstance(node.value, cst.Tuple)
+                isinstance(target.target, cst.Tuple)
+                and isinstance(node.value, cst.Tuple)
                 and len(target.target.elements) == len(node.value.elements)
             ):
                 pairs = [(t.value, v.value) for t, v in zip(target.target.elements, node.value.elements)]
@@ -197,4 +200,3 @@ class _AttributeReads(Walker):
             self.found.append(node)
             return False
         return True
-

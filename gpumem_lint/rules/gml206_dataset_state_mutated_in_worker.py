@@ -16,8 +16,23 @@ from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.walk import Walker
 
 # Container methods that change the container.
-_MUTATING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "pop", "popitem",
-                               "remove", "discard", "clear", "appendleft", "__setitem__"})
+_MUTATING_METHODS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "add",
+        "update",
+        "setdefault",
+        "pop",
+        "popitem",
+        "remove",
+        "discard",
+        "clear",
+        "appendleft",
+        "__setitem__",
+    }
+)
 
 
 class DatasetStateMutatedInWorker(Rule):
@@ -166,7 +181,9 @@ class _Mutations(Walker):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if isinstance(func, cst.Attribute) and (func.attr.value in _MUTATING_METHODS or func.attr.value in self._inplace):
+        if isinstance(func, cst.Attribute) and (
+            func.attr.value in _MUTATING_METHODS or func.attr.value in self._inplace
+        ):
             self._target(func.value, node)
 
     def _target(self, target: cst.BaseExpression, node: cst.CSTNode) -> None:
@@ -177,7 +194,9 @@ class _Mutations(Walker):
             self.found.append((attribute, node))
 
 
-def _main_process_reader(cls: DatasetClass, worker: dict, attribute: str, found: Datasets, ctx: FileContext) -> str | None:
+def _main_process_reader(
+    cls: DatasetClass, worker: dict, attribute: str, found: Datasets, ctx: FileContext
+) -> str | None:
     """Where the main process reads the attribute: a method that does not run in workers, or
     `dataset.attr` on an instance of the class (also `loader.dataset.attr`)."""
     for name, method in cls.methods.items():

@@ -120,7 +120,9 @@ def flatten_copy(x):
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         imports = ctx.semantic.imports
-        shares = imports.imports("multiprocessing") or imports.imports("torch.multiprocessing") or "share_memory" in ctx.text
+        shares = (
+            imports.imports("multiprocessing") or imports.imports("torch.multiprocessing") or "share_memory" in ctx.text
+        )
         finder = _Finder(ctx, shares)
         finder.walk(ctx.module)
         for node, why in finder.found:
@@ -151,7 +153,11 @@ class _Finder(Walker):
 
     def visit_For(self, node: cst.For) -> None:
         call = node.iter
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in _MODULE_TENSORS:
+        if (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in _MODULE_TENSORS
+        ):
             target = node.target
             if isinstance(target, cst.Tuple) and len(target.elements) == 2:
                 target = target.elements[1].value
@@ -161,7 +167,11 @@ class _Finder(Walker):
     def visit_Assign(self, node: cst.Assign) -> None:
         value = node.value
         how = None
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in self._views:
+        if (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in self._views
+        ):
             how = "a copy" if value.func.attr.value == "clone" else f"a `{value.func.attr.value}()` alias"
         elif isinstance(value, cst.Subscript):
             how = "a view"
@@ -196,7 +206,9 @@ class _Finder(Walker):
         calls = [call for operand in operands if (call := _is_shared_call(operand)) is not None]
         receivers = {dotted_name(call.func.value) for call in calls}
         if len(calls) >= 2 and len(receivers) >= 2:
-            self.found.append((calls[0], "is combined with another tensor's `is_shared()` as if it said they share memory"))
+            self.found.append(
+                (calls[0], "is combined with another tensor's `is_shared()` as if it said they share memory")
+            )
 
 
 def _is_shared_call(node: cst.BaseExpression) -> cst.Call | None:

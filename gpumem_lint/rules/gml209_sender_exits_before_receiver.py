@@ -64,7 +64,9 @@ class SenderExitsBeforeReceiver(Rule):
     name = "sender-exits-before-receiver"
     severity = Severity.ERROR
     summary = "A child process sends a tensor and exits before the receiver has it"
-    fix_title = "Keep the sending process alive until the receiver signals (`done.wait()`), or send a copy as plain data"
+    fix_title = (
+        "Keep the sending process alive until the receiver signals (`done.wait()`), or send a copy as plain data"
+    )
     triggers = ("multiprocessing",)
     VALID = (
         """
@@ -143,7 +145,6 @@ if __name__ == "__main__":
                 f"{crossing_text(ctx, crossing)} sends a tensor, and `{facts.scope.name}` runs as a child process "
                 f"that then returns without waiting for the receiver: {consequence}",
             )
-
 
     @staticmethod
     def _sends_from_children(model: ProcessModel) -> Iterator[tuple[ScopeFacts, Crossing]]:

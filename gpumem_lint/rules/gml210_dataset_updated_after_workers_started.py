@@ -55,7 +55,9 @@ class DatasetUpdatedAfterWorkersStarted(Rule):
     name = "dataset-updated-after-workers-started"
     severity = Severity.ERROR
     summary = "Dataset state changed in the main process while persistent DataLoader workers keep their own copy"
-    fix_title = "Use `persistent_workers=False`, or pass per-epoch state to the workers another way (sampler, shared memory)"
+    fix_title = (
+        "Use `persistent_workers=False`, or pass per-epoch state to the workers another way (sampler, shared memory)"
+    )
     triggers = ("persistent_workers",)
     VALID = (
         """
@@ -111,8 +113,7 @@ def train(epochs):
             changes = {
                 name: changed & read_by_workers
                 for name, method in cls.methods.items()
-                if name not in cls.worker_methods() and name != "__init__"
-                and (changed := _attributes_changed(method))
+                if name not in cls.worker_methods() and name != "__init__" and (changed := _attributes_changed(method))
             }
             finder = _EpochUpdates(loader, changes, read_by_workers)
             finder.walk(ctx.module)
@@ -161,8 +162,10 @@ class _EpochUpdates(Walker):
         elif isinstance(statement, (cst.Assign, cst.AugAssign)):
             targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
             for target in targets:
-                if isinstance(target, cst.Attribute) and dotted_name(target.value) in places and (
-                    target.attr.value in self.read
+                if (
+                    isinstance(target, cst.Attribute)
+                    and dotted_name(target.value) in places
+                    and (target.attr.value in self.read)
                 ):
                     self.found.append((statement, target.attr.value))
 

@@ -57,7 +57,7 @@ class UnguardedProcessStart(Rule):
     name = "unguarded-process-start"
     severity = Severity.ERROR
     summary = "Processes started by top-level code that spawn children re-run on import"
-    fix_title = "Start the processes under `if __name__ == \"__main__\":`"
+    fix_title = 'Start the processes under `if __name__ == "__main__":`'
     triggers = ("multiprocessing", "ProcessPoolExecutor")
     VALID = (
         """

@@ -82,13 +82,13 @@ torch.cuda.set_per_process_memory_fraction(1, device=0)
                 yield Report(
                     fraction,
                     f"`{ctx.code(fraction)}` is an int: set_per_process_memory_fraction raises TypeError "
-                    "(\"must be `float`\") after initialising torch.cuda",
+                    '("must be `float`") after initialising torch.cuda',
                 )
             elif isinstance(value, float) and not 0.0 <= value <= 1.0:
                 yield Report(
                     fraction,
                     f"fraction {ctx.code(fraction)} is outside [0, 1]: set_per_process_memory_fraction raises "
-                    f"ValueError (\"Invalid fraction value: {ctx.code(fraction)}. Allowed range: 0~1\")",
+                    f'ValueError ("Invalid fraction value: {ctx.code(fraction)}. Allowed range: 0~1")',
                 )
 
 

@@ -83,5 +83,5 @@ change_current_allocator(CUDAPluggableAllocator("alloc.so", "my_malloc", "my_fre
                 yield Report(
                     call,
                     f"torch.cuda was initialised by `{site.call}` at {site.where()}: the swap raises "
-                    "RuntimeError (\"Can't swap an already initialized allocator\")",
+                    'RuntimeError ("Can\'t swap an already initialized allocator")',
                 )

@@ -46,7 +46,8 @@ class Receiver:
     def parameters_receiving(self, storages) -> list[str]:
         """The parameters that receive (part of) one of `storages`."""
         return [
-            name for name, value in self.received.items()
+            name
+            for name, value in self.received.items()
             if any(h.storage.related(storage) for h in value.handles for storage in storages)
         ]
 
@@ -99,7 +100,8 @@ class ProcessModel:
             return None
         objects = sender.processes.process_objects
         channels = {
-            name for name, value in received.items()
+            name
+            for name, value in received.items()
             if any(h in objects and objects[h].kind in ("queue", "pipe") for h in value.handles)
         }
         return Receiver(crossing, sender, self._reanalysed_with(facts, received, channels), received)
@@ -139,7 +141,9 @@ class ProcessModel:
             for facts in self.facts:
                 scope = facts.scope
                 if (
-                    scope.is_function and scope.name == target.value and not scope.is_method
+                    scope.is_function
+                    and scope.name == target.value
+                    and not scope.is_method
                     and scope.enclosing in ((), inner)
                 ):
                     return facts

@@ -140,8 +140,10 @@ class CallSemantics:
                 return self._alias(receiver, node, AliasKind.EXPAND, tensor=True)
             if method in k.view_methods:
                 return self._alias(receiver, node, AliasKind.VIEW, partial=method in self.k.partial_views, tensor=True)
-        tensor = method in k.tensor_result_methods or method in k.may_alias_methods or (
-            array and method in k.tensor_functions
+        tensor = (
+            method in k.tensor_result_methods
+            or method in k.may_alias_methods
+            or (array and method in k.tensor_functions)
         )
         return Value(frozenset({self._fresh(node, "", EMPTY, tensor=tensor)}), tensor=tensor)
 
@@ -223,19 +225,25 @@ class CallSemantics:
             self._write(first, node, qualified, state)
             return first
         if name in k.expand_functions:
-            return self._alias(Value(frozenset().union(*(a.handles for a in positional))), node, AliasKind.EXPAND, tensor=True)
+            return self._alias(
+                Value(frozenset().union(*(a.handles for a in positional))), node, AliasKind.EXPAND, tensor=True
+            )
         if name in k.multi_view_functions:
             return self._alias(first, node, AliasKind.MULTI_VIEW, tensor=True)
         if name in k.view_functions:
             return self._alias(first, node, AliasKind.VIEW, partial=name in self.k.partial_views, tensor=True)
-        return self._fresh_value(node, tensor=name in k.tensor_functions or not name.startswith(k.not_tensor_function_prefixes))
+        return self._fresh_value(
+            node, tensor=name in k.tensor_functions or not name.startswith(k.not_tensor_function_prefixes)
+        )
 
     def _write_mutated_arguments(self, mutator: Mutator, node: cst.Call, args: list[Value], state: State) -> None:
         for position, (arg, value) in enumerate(zip(node.args, args)):
             if arg.star:
                 return
-            name = arg.keyword.value if arg.keyword is not None else (
-                mutator.params[position] if position < len(mutator.params) else None
+            name = (
+                arg.keyword.value
+                if arg.keyword is not None
+                else (mutator.params[position] if position < len(mutator.params) else None)
             )
             # Only a named tensor is known to be the caller's own: `f(x[mask])` passes a copy.
             if name in mutator.mutated and dotted_name(arg.value) is not None:

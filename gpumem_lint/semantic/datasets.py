@@ -19,10 +19,15 @@ from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.processes import START_METHODS
 from gpumem_lint.semantic.walk import Walker
 
-_DATASET_BASES = frozenset({
-    "torch.utils.data.Dataset", "torch.utils.data.IterableDataset", "torch.utils.data.dataset.Dataset",
-    "torch.utils.data.dataset.IterableDataset", "torch.utils.data.TensorDataset",
-})
+_DATASET_BASES = frozenset(
+    {
+        "torch.utils.data.Dataset",
+        "torch.utils.data.IterableDataset",
+        "torch.utils.data.dataset.Dataset",
+        "torch.utils.data.dataset.IterableDataset",
+        "torch.utils.data.TensorDataset",
+    }
+)
 _DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 _WORKER_ENTRY = ("__getitem__", "__getitems__", "__iter__", "__next__")
 
@@ -87,24 +92,36 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
         changed = False
         for node in collector.class_nodes:
             if node.name.value not in classes and any(
-                imports.qualify(base.value) in _DATASET_BASES or dotted_name(base.value) in classes for base in node.bases
+                imports.qualify(base.value) in _DATASET_BASES or dotted_name(base.value) in classes
+                for base in node.bases
             ):
                 classes[node.name.value] = DatasetClass(node, _methods(node))
                 changed = True
     instances = {name: cls for name, cls in collector.assigned.items() if cls in classes}
     loaders = []
     for call in collector.loader_calls:
-        dataset = _keyword(call, "dataset") or (call.args[0].value if call.args and call.args[0].keyword is None else None)
+        dataset = _keyword(call, "dataset") or (
+            call.args[0].value if call.args and call.args[0].keyword is None else None
+        )
         cls = _dataset_class(dataset, classes, instances)
         if cls is not None and _starts_workers(call):
             persistent = _keyword(call, "persistent_workers")
             name = collector.loader_names.get(id(call))
-            places = tuple(p for p in (dotted_name(dataset) if dataset is not None else None,
-                                       f"{name}.dataset" if name else None) if p)
-            loaders.append(Loader(
-                call, cls, _context_method(call), isinstance(persistent, cst.Name) and persistent.value == "True",
-                places, name,
-            ))
+            places = tuple(
+                p
+                for p in (dotted_name(dataset) if dataset is not None else None, f"{name}.dataset" if name else None)
+                if p
+            )
+            loaders.append(
+                Loader(
+                    call,
+                    cls,
+                    _context_method(call),
+                    isinstance(persistent, cst.Name) and persistent.value == "True",
+                    places,
+                    name,
+                )
+            )
     return Datasets(classes, loaders, instances)
 
 
@@ -170,11 +187,7 @@ def self_attribute(node: cst.BaseExpression) -> str | None:
 
 
 def _methods(node: cst.ClassDef) -> dict[str, cst.FunctionDef]:
-    return {
-        statement.name.value: statement
-        for statement in node.body.body
-        if isinstance(statement, cst.FunctionDef)
-    }
+    return {statement.name.value: statement for statement in node.body.body if isinstance(statement, cst.FunctionDef)}
 
 
 def _self_calls(function: cst.FunctionDef) -> set[str]:
@@ -206,7 +219,9 @@ def _starts_workers(call: cst.Call) -> bool:
     workers = _keyword(call, "num_workers")
     if workers is None:
         positional = [arg.value for arg in call.args if arg.keyword is None]
-        workers = positional[5] if len(positional) > 5 else None  # DataLoader(dataset, bs, shuffle, sampler, batch_sampler, num_workers)
+        workers = (
+            positional[5] if len(positional) > 5 else None
+        )  # DataLoader(dataset, bs, shuffle, sampler, batch_sampler, num_workers)
     if workers is None:
         return False
     return not (isinstance(workers, cst.Integer) and int(workers.value) == 0)

@@ -33,7 +33,9 @@ class CudaNames(Walker):
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         name = dotted_name(node.target)
         if (
-            node.value is not None and name is not None and not isinstance(node.value, cst.Integer)
+            node.value is not None
+            and name is not None
+            and not isinstance(node.value, cst.Integer)
             and is_cuda_device(node.value, self.names, self.imports)
         ):
             self.names.add(name)
@@ -78,7 +80,11 @@ class _InPlaceMoves(Walker):
 
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and cuda_call(call, self.names, self.imports):
+        if (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and cuda_call(call, self.names, self.imports)
+        ):
             name = dotted_name(call.func.value)
             if name is not None:
                 self.moved.add(name)

@@ -52,9 +52,7 @@ def module_string_constants(module: cst.Module) -> dict[str, str]:
     return {name: value for name, value in found.items() if value is not None}
 
 
-def env_writes(
-    node: cst.CSTNode, imports: ImportTable, constants: dict[str, str] | None = None
-) -> Iterator[EnvWrite]:
+def env_writes(node: cst.CSTNode, imports: ImportTable, constants: dict[str, str] | None = None) -> Iterator[EnvWrite]:
     """The environment writes a small statement or a call makes (not those of nested calls)."""
     if isinstance(node, (cst.Assign, cst.AugAssign)):
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]

@@ -356,9 +356,16 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
         if handle.role is not None or handle.stored:
             return handle
         stored = self._handle(
-            ("stored", id(node), id(handle.storage), handle.kind), handle.storage, handle.kind, node,
-            partial=handle.partial, index=handle.index, tensor=handle.tensor,
-            ndarray=handle.ndarray, base=handle, stored=True,
+            ("stored", id(node), id(handle.storage), handle.kind),
+            handle.storage,
+            handle.kind,
+            node,
+            partial=handle.partial,
+            index=handle.index,
+            tensor=handle.tensor,
+            ndarray=handle.ndarray,
+            base=handle,
+            stored=True,
         )
         self._born.add(stored)
         self._aliased.add(stored.storage)
@@ -439,7 +446,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
             self._eval_slices(node.target, state)
             if self._is_array(container) and not _keyed_by_string(node.target):
                 partial, index = self._index_extent(node.target)
-                self._write(container, node, "[] " + _operator(node), state, partial=partial, index=index, certain=False)
+                self._write(
+                    container, node, "[] " + _operator(node), state, partial=partial, index=index, certain=False
+                )
             return
         target = self._eval(node.target, state)
         if self._is_array(target):
@@ -594,8 +603,15 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
         """Iterating a list of tensors yields one of them at a time: a part of what the list holds."""
         handles = {
             self._handle(
-                ("element", id(node), id(h.storage), h.kind), h.storage, h.kind, node, partial=True,
-                tensor=h.tensor, ndarray=h.ndarray, base=h, element=True,
+                ("element", id(node), id(h.storage), h.kind),
+                h.storage,
+                h.kind,
+                node,
+                partial=True,
+                tensor=h.tensor,
+                ndarray=h.ndarray,
+                base=h,
+                element=True,
             )
             for h in container.handles
             if h.role is None
@@ -619,7 +635,11 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
 
     def _element(self, iterable: Value, node: cst.BaseExpression) -> Value:
         """What one iteration over `iterable` yields."""
-        if iterable.tensor and not iterable.container and not (iterable.kinds & {AliasKind.MULTI_VIEW, AliasKind.PARAMETERS}):
+        if (
+            iterable.tensor
+            and not iterable.container
+            and not (iterable.kinds & {AliasKind.MULTI_VIEW, AliasKind.PARAMETERS})
+        ):
             return self._alias(iterable, node, AliasKind.VIEW, partial=True, index=None)  # rows of a tensor
         return self._elements_of(iterable, node)
 
@@ -693,9 +713,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
                 handles.add(source)  # `torch.clone(g).detach()`: nothing else holds the memory
                 continue
             inherited = kind
-            if source.kind in (AliasKind.STATE_DICT, AliasKind.NUMPY) and kind in _PASS_THROUGH:
-                inherited = source.kind
-            elif kind is AliasKind.VIEW and source.kind in (AliasKind.DETACH, AliasKind.DATA):
+            if source.kind in (AliasKind.STATE_DICT, AliasKind.NUMPY) and kind in _PASS_THROUGH or kind is AliasKind.VIEW and source.kind in (AliasKind.DETACH, AliasKind.DATA):
                 inherited = source.kind
             key = ("alias", id(node), id(source.storage), inherited)
             if key in self._handles and self._handles[key].base is not source:
@@ -738,7 +756,14 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
         key = ("fresh", place, id(node) if not isinstance(node, tuple) else (id(node[0]), node[1]))
         storage = self._storage(key, place, "fresh")
         is_tensor = value.tensor if tensor is None else tensor
-        return self._born_handle(key, storage, AliasKind.OWN, node if not isinstance(node, tuple) else node[0], tensor=is_tensor, ndarray=value.ndarray)
+        return self._born_handle(
+            key,
+            storage,
+            AliasKind.OWN,
+            node if not isinstance(node, tuple) else node[0],
+            tensor=is_tensor,
+            ndarray=value.ndarray,
+        )
 
     def _born_handle(self, *args, **fields) -> Handle:
         handle = self._handle(*args, **fields)
@@ -791,7 +816,12 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
         """Whether `x[...]` reaches all of x (`x[:]`, `x[...]`), and the index text."""
         elements = node.slice
         whole = all(
-            (isinstance(e.slice, cst.Slice) and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
+            (
+                isinstance(e.slice, cst.Slice)
+                and e.slice.lower is None
+                and e.slice.upper is None
+                and e.slice.step is None
+            )
             or (isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis))
             for e in elements
         )
@@ -802,6 +832,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
         return self.imports.qualify(target) in self.k.no_grad_contexts
 
     # -------------------------------------------------------------- backward
+
 
 def _positional_sources(node: cst.CSTNode, arity: int) -> list[list[cst.BaseExpression]] | None:
     """The expression(s) each target of `a, b = <node>` receives, when the syntax says."""
@@ -842,7 +873,8 @@ def _formatted_expressions(node) -> list[cst.BaseExpression]:
 def _keyed_by_string(node: cst.Subscript) -> bool:
     """`batch["image"] = …` stores into a dict: tensors are never indexed by strings."""
     return any(
-        isinstance(element.slice, cst.Index) and isinstance(element.slice.value, (cst.SimpleString, cst.FormattedString))
+        isinstance(element.slice, cst.Index)
+        and isinstance(element.slice.value, (cst.SimpleString, cst.FormattedString))
         for element in node.slice
     )
 
@@ -862,4 +894,3 @@ def _callee_name(node: cst.Call) -> str | None:
 
 def _receiver(node: cst.Call) -> cst.BaseExpression | None:
     return node.func.value if isinstance(node.func, cst.Attribute) else (node.args[0].value if node.args else None)
-

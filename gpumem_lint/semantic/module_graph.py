@@ -83,8 +83,10 @@ class ModuleGraph:
         if summary is None:
             return []
         self.dependencies |= summary.files
-        return [ImportSite(site.event, site.call, site.line, _display(site.path, self.source), site.path)
-                for site in summary.sites]
+        return [
+            ImportSite(site.event, site.call, site.line, _display(site.path, self.source), site.path)
+            for site in summary.sites
+        ]
 
 
 def _module_name(file: Path) -> str:
@@ -109,9 +111,11 @@ def resolve_import(node: cst.Import | cst.ImportFrom, source: Path, root: Path) 
             if name:
                 found.extend(_absolute(name.split("."), source, root))
         return _dedupe(found, source)
-    names = [] if isinstance(node.names, cst.ImportStar) else [
-        alias.name.value for alias in node.names if isinstance(alias.name, cst.Name)
-    ]
+    names = (
+        []
+        if isinstance(node.names, cst.ImportStar)
+        else [alias.name.value for alias in node.names if isinstance(alias.name, cst.Name)]
+    )
     module = dotted_name(node.module) if node.module is not None else ""
     if module is None:
         return []

@@ -163,7 +163,9 @@ class ProcessSemantics:
         if method in ("share_memory_", "share_memory"):
             self.process_facts.shared_on_purpose.update(h.storage for h in receiver.handles)
             return receiver  # returns self: `t = torch.zeros(1).share_memory_()`
-        found = [self.process_facts.process_objects[h] for h in receiver.handles if h in self.process_facts.process_objects]
+        found = [
+            self.process_facts.process_objects[h] for h in receiver.handles if h in self.process_facts.process_objects
+        ]
         if found:
             value = self._object_method(node, method, found[0], args, state)
             if value is not None:
@@ -232,7 +234,9 @@ class ProcessSemantics:
             return self._object(node, ProcessObject(kind, start_method))
         # Process(group=None, target=None, name=None, args=(), kwargs={}, *, daemon=None)
         target = _argument(node, 1, "target")
-        arguments = self._positional(_argument(node, 3, "args"), 0, state) + self._named(_argument(node, 4, "kwargs"), state)
+        arguments = self._positional(_argument(node, 3, "args"), 0, state) + self._named(
+            _argument(node, 4, "kwargs"), state
+        )
         crossing = self._record(
             Crossing(node, "process", start_method, _union(args), target, arguments, several=bool(self._loops))
         )
@@ -240,16 +244,25 @@ class ProcessSemantics:
 
     def _spawn(self, node: cst.Call, qualified: str, args, state: State) -> Value:
         # spawn(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn")
-        method = _keyword(node, "start_method") or (_positional_argument(node, 5) if qualified.endswith("start_processes") else None)
+        method = _keyword(node, "start_method") or (
+            _positional_argument(node, 5) if qualified.endswith("start_processes") else None
+        )
         start_method = "spawn" if method is None else _literal_method(method)
         join = _argument(node, 3, "join")
         nprocs = _argument(node, 2, "nprocs")
         sync = not (isinstance(join, cst.Name) and join.value == "False")
-        crossing = self._record(Crossing(
-            node, "spawn", start_method, _union(args), _argument(node, 0, "fn"),
-            self._positional(_argument(node, 1, "args"), 1, state), sync=sync,
-            several=not (isinstance(nprocs, cst.Integer) and nprocs.value == "1") and nprocs is not None,
-        ))
+        crossing = self._record(
+            Crossing(
+                node,
+                "spawn",
+                start_method,
+                _union(args),
+                _argument(node, 0, "fn"),
+                self._positional(_argument(node, 1, "args"), 1, state),
+                sync=sync,
+                several=not (isinstance(nprocs, cst.Integer) and nprocs.value == "1") and nprocs is not None,
+            )
+        )
         if sync:
             return EMPTY
         self._open_crossing(crossing, state)
@@ -260,11 +273,17 @@ class ProcessSemantics:
         target = positional[0] if positional else _keyword(node, "func") or _keyword(node, "fn")
         arguments: tuple[tuple[int | str, Value], ...] = ()
         if receives == "args" and kind == "pool":
-            arguments = self._positional(_argument(node, 1, "args"), 0, state) + self._named(_keyword(node, "kwds"), state)
+            arguments = self._positional(_argument(node, 1, "args"), 0, state) + self._named(
+                _keyword(node, "kwds"), state
+            )
         elif receives == "args":  # executor.submit(fn, *args, **kwargs)
             arguments = tuple(
-                (arg.keyword.value if arg.keyword is not None else position - 1, self._eval(arg.value, state, record=False))
-                for position, arg in enumerate(node.args) if position > 0 and not arg.star
+                (
+                    arg.keyword.value if arg.keyword is not None else position - 1,
+                    self._eval(arg.value, state, record=False),
+                )
+                for position, arg in enumerate(node.args)
+                if position > 0 and not arg.star
             )
         elif receives in ("each", "zip"):
             iterables = positional[1:] if receives == "zip" else positional[1:2]
@@ -272,9 +291,13 @@ class ProcessSemantics:
                 (position, self._element(self._eval(iterable, state, record=False), iterable))
                 for position, iterable in enumerate(iterables)
             )
-        sent = Value(frozenset().union(*(value.handles for arg, value in zip(node.args, args) if arg.value is not target)))
+        sent = Value(
+            frozenset().union(*(value.handles for arg, value in zip(node.args, args) if arg.value is not target))
+        )
         crossing = self._record(
-            Crossing(node, kind, owner.start_method, sent, target, arguments, sync=sync, several=True, launcher=owner.node)
+            Crossing(
+                node, kind, owner.start_method, sent, target, arguments, sync=sync, several=True, launcher=owner.node
+            )
         )
         if not sync:
             self._open_crossing(crossing, state)
@@ -312,9 +335,16 @@ class ProcessSemantics:
 
     def _sent(self, handle: Handle, crossing: Crossing) -> Handle:
         sent = self._handle(
-            ("sent", id(crossing.node), id(handle)), handle.storage, handle.kind, crossing.node,
-            partial=handle.partial, index=handle.index, tensor=handle.tensor, ndarray=handle.ndarray,
-            base=handle, stored=True,
+            ("sent", id(crossing.node), id(handle)),
+            handle.storage,
+            handle.kind,
+            crossing.node,
+            partial=handle.partial,
+            index=handle.index,
+            tensor=handle.tensor,
+            ndarray=handle.ndarray,
+            base=handle,
+            stored=True,
         )
         self._sent_by[sent] = crossing
         self._aliased.add(handle.storage)
@@ -353,7 +383,9 @@ class ProcessSemantics:
         found = [objects[h] for h in value.handles if h in objects and objects[h].kind == "context"]
         return found[0].start_method if found else UNKNOWN_METHOD
 
-    def _positional(self, node: cst.BaseExpression | None, first: int, state: State) -> tuple[tuple[int | str, Value], ...]:
+    def _positional(
+        self, node: cst.BaseExpression | None, first: int, state: State
+    ) -> tuple[tuple[int | str, Value], ...]:
         """`args=(a, b)`: parameter `first` receives a, the next one b. Only literal tuples."""
         if not isinstance(node, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in node.elements):
             return ()
@@ -373,7 +405,8 @@ class ProcessSemantics:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "dict":
             return tuple(
                 (arg.keyword.value, self._eval(arg.value, state, record=False))
-                for arg in node.args if arg.keyword is not None
+                for arg in node.args
+                if arg.keyword is not None
             )
         return ()
 

@@ -424,8 +424,15 @@ class ProgramOrder:
         for site in sites:
             event = self._table.events.get(site.event)
             steps.append(
-                Step(call, event.closure if event else frozenset({site.event}), site.event, where.path, where.loops,
-                     where.frames, Site(site.event, site.call, site.line, site.file, via))
+                Step(
+                    call,
+                    event.closure if event else frozenset({site.event}),
+                    site.event,
+                    where.path,
+                    where.loops,
+                    where.frames,
+                    Site(site.event, site.call, site.line, site.file, via),
+                )
             )
 
     def _function_body(self, function: cst.FunctionDef, where: _Where, steps: list[Step], depth: int) -> None:
@@ -469,8 +476,12 @@ class ProgramOrder:
             for site in sites:
                 steps.append(
                     Step(
-                        node, self._table.events[site.event].closure if site.event in self._table.events else frozenset(),
-                        site.event, where.path, where.loops, where.frames,
+                        node,
+                        self._table.events[site.event].closure if site.event in self._table.events else frozenset(),
+                        site.event,
+                        where.path,
+                        where.loops,
+                        where.frames,
                         Site(site.event, site.call, site.line, site.file, via),
                     )
                 )
@@ -521,21 +532,31 @@ class ProgramOrder:
 
     def _env_written_before(self, variable: str, steps: list[Step]) -> bool:
         return any(
-            write.name == variable
-            for step in steps
-            for write in env_writes(step.node, self.imports, self._constants)
+            write.name == variable for step in steps for write in env_writes(step.node, self.imports, self._constants)
         )
 
 
 #: Most specific first: a call listed under several events counts as the strongest one.
 _SPECIFIC_FIRST = (
-    "first_collective", "first_allocation", "device_activation", "context_creation", "torch_cuda_init",
+    "first_collective",
+    "first_allocation",
+    "device_activation",
+    "context_creation",
+    "torch_cuda_init",
     "cuda_driver_init",
     "process_group_init",
 )
 #: torch namespaces whose `device=` argument selects where to look, not where to allocate.
-_NOT_FACTORIES = ("torch.cuda.", "torch.autocast", "torch.amp.", "torch.device", "torch.distributed.",
-                  "torch.backends.", "torch.compile", "torch.utils.data.")
+_NOT_FACTORIES = (
+    "torch.cuda.",
+    "torch.autocast",
+    "torch.amp.",
+    "torch.device",
+    "torch.distributed.",
+    "torch.backends.",
+    "torch.compile",
+    "torch.utils.data.",
+)
 _DEVICE_WORDS = ("cuda", "gpu", "device", "rank")
 
 

@@ -161,7 +161,9 @@ class ScopeCollector(Walker):
 
 def _inplace_true(call: cst.Call) -> bool:
     return any(
-        arg.keyword is not None and arg.keyword.value == "inplace" and isinstance(arg.value, cst.Name)
+        arg.keyword is not None
+        and arg.keyword.value == "inplace"
+        and isinstance(arg.value, cst.Name)
         and arg.value.value == "True"
         for arg in call.args
     )

@@ -83,5 +83,8 @@ def _handlers(walker: type, kind: type) -> tuple:
     found = _HANDLERS.get((walker, kind))
     if found is None:
         name = kind.__name__
-        found = _HANDLERS[(walker, kind)] = (getattr(walker, f"visit_{name}", None), getattr(walker, f"leave_{name}", None))
+        found = _HANDLERS[(walker, kind)] = (
+            getattr(walker, f"visit_{name}", None),
+            getattr(walker, f"leave_{name}", None),
+        )
     return found

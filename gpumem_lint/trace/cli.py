@@ -15,8 +15,16 @@ from gpumem_lint.config import CliOverrides
 from gpumem_lint.output import OutputFormat
 
 #: Our options that take a value (their value is not the script).
-_VALUED = ("--output-format", "--output-file", "-o", "--max-ops", "--max-seconds", "--select", "--extend-select",
-           "--ignore")
+_VALUED = (
+    "--output-format",
+    "--output-file",
+    "-o",
+    "--max-ops",
+    "--max-seconds",
+    "--select",
+    "--extend-select",
+    "--ignore",
+)
 
 
 def split_arguments(args: list[str]) -> list[str]:

@@ -102,9 +102,11 @@ def _report(session, options: TraceOptions) -> bool:
                 console = Console(file=stream, no_color=True, color_system=None, **console_options)
                 write_report(diagnostics, console, options.output_format, quiet=options.quiet)
         else:
-            write_report(diagnostics, Console(stderr=True, **console_options), options.output_format, quiet=options.quiet)
+            write_report(
+                diagnostics, Console(stderr=True, **console_options), options.output_format, quiet=options.quiet
+            )
         return any(d.source == "trace" for d in diagnostics)
-    except Exception as error:  # noqa: BLE001 - the program's own exit code must survive our failure
+    except Exception as error:
         print(f"gpumem-lint trace: error: could not write the report ({error!r})", file=sys.stderr)
         return False
 

@@ -67,9 +67,7 @@ def cross_reference(
 ) -> list[Diagnostic]:
     # A code no landed rule owns yet (a family still being written) is reported rather than dropped.
     observed = [f for f in findings if (f.code in selected or f.code not in RULES_BY_CODE) and not _suppressed(f)]
-    by_line: dict[tuple[str, int, str], Diagnostic] = {
-        (_absolute(d.path), d.start.row, d.code): d for d in static
-    }
+    by_line: dict[tuple[str, int, str], Diagnostic] = {(_absolute(d.path), d.start.row, d.code): d for d in static}
     matched: set[tuple[str, int, str]] = set()
     report: list[Diagnostic] = []
     for finding in observed:
@@ -89,9 +87,7 @@ def cross_reference(
         if key in matched:
             continue
         status = REACHED if (key[0], key[1]) in seen_lines else NOT_REACHED
-        report.append(
-            replace(diagnostic, message=_PREFIX[status] + diagnostic.message, source="check", status=status)
-        )
+        report.append(replace(diagnostic, message=_PREFIX[status] + diagnostic.message, source="check", status=status))
     return sorted(report, key=lambda d: d.sort_key)
 
 

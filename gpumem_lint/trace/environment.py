@@ -69,7 +69,7 @@ class Environment:
     def _guarded(self, record) -> None:
         try:
             record()
-        except Exception as error:  # noqa: BLE001 - the program's putenv or fork must go on
+        except Exception as error:
             self._warn_once(f"environment tracing stopped after an internal error ({error!r})")
 
     def _on_write(self, name: str, value: str | None) -> None:
@@ -127,7 +127,7 @@ class Environment:
                 Finding(
                     CODES["fork-after-cuda"],
                     "this process was forked after the CUDA driver had been initialised, and the child then used "
-                    "CUDA: a forked child cannot use CUDA (\"Cannot re-initialize CUDA in forked subprocess\"); "
+                    'CUDA: a forked child cannot use CUDA ("Cannot re-initialize CUDA in forked subprocess"); '
                     "use the spawn start method, or initialise CUDA only after the workers started",
                     self._cuda_parent_fork,
                     [("CUDA used in the child", self.sites.user_site())],

@@ -34,7 +34,9 @@ def run_script(path: str, args: list[str]) -> Outcome:
     try:
         source = Path(absolute).read_bytes()
     except OSError as error:
-        print(f"{sys.executable}: can't open file {absolute!r}: [Errno {error.errno}] {error.strerror}", file=sys.stderr)
+        print(
+            f"{sys.executable}: can't open file {absolute!r}: [Errno {error.errno}] {error.strerror}", file=sys.stderr
+        )
         return Outcome(2)
     main = _fresh_main()
     main.__file__ = absolute
@@ -46,7 +48,7 @@ def run_script(path: str, args: list[str]) -> Outcome:
     def body() -> None:
         # dont_inherit: our own `from __future__` imports must not leak into the user's code.
         code = compile(source, absolute, "exec", dont_inherit=True)
-        exec(code, main.__dict__)  # noqa: S102 - running the program is the point
+        exec(code, main.__dict__)
 
     return _run(body)
 
@@ -81,7 +83,7 @@ def _run(body) -> Outcome:
     except KeyboardInterrupt as error:
         _print_uncaught(error)
         return Outcome(130, interrupted=True)
-    except BaseException as error:  # noqa: BLE001 - the program's own uncaught exception
+    except BaseException as error:
         _print_uncaught(error)
         return Outcome(1)
     return Outcome(0)

@@ -47,7 +47,7 @@ def _replace(owner, name: str, value, undo: list) -> None:
 def _guarded(tracker: Tracker, record) -> None:
     try:
         record()
-    except Exception as error:  # noqa: BLE001 - fail open
+    except Exception as error:
         tracker.fail(error)
 
 

@@ -70,7 +70,7 @@ class Session:
             patches.install(tracker, self.environment)  # for the rest of the run: never undone
             StorageMode(tracker).__enter__()  # stays on this thread's mode stack for the rest of the run
             self.tracker = tracker
-        except Exception as error:  # noqa: BLE001 - fail open
+        except Exception as error:
             self.warn_once(f"storage tracing is off: it could not start ({error!r})")
 
     def warn_once(self, text: str) -> None:
@@ -85,7 +85,7 @@ class Session:
             self.tracker.active = False
             try:
                 self.tracker.finish()
-            except Exception as error:  # noqa: BLE001 - fail open
+            except Exception as error:
                 self.warn_once(f"tracing could not finish ({error!r})")
         self.environment.flush()
 
@@ -130,7 +130,7 @@ class Session:
                 self.write_child_records()
             elif self.on_os_exit is not None:
                 code = self.on_os_exit(code)
-        except Exception:  # noqa: BLE001, S110 - the exit must happen whatever we fail at
+        except Exception:
             pass
         self._real_exit(code)
 

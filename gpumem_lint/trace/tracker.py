@@ -59,6 +59,8 @@ class StorageRecords(dict):
             del self[storage]
             return default
         return entry[1]
+
+
 _in_backward = torch._C._current_autograd_node
 
 #: Aliases that exist to hold values (a snapshot, a gradient-free copy): reading new values through them is
@@ -544,13 +546,13 @@ class StorageMode(TorchDispatchMode):
             return func(*args, **kwargs)
         try:
             info = tracker.before(func, args, kwargs)
-        except Exception as error:  # noqa: BLE001 - fail open
+        except Exception as error:
             tracker.fail(error)
             info = None
         out = func(*args, **kwargs)
         if info is not None:
             try:
                 tracker.after(info, args, kwargs, out)
-            except Exception as error:  # noqa: BLE001 - fail open
+            except Exception as error:
                 tracker.fail(error)
         return out
