@@ -76,7 +76,13 @@ def _check(
     text: str, display: str, rules: Sequence[type[Rule]], used: set[tuple[int, str]], dependencies: set[Path]
 ) -> list[Diagnostic]:
     """The rules' findings; `used` collects (row, code) of each `# noqa` that suppressed one."""
-    active = [rule for rule in rules if rule.triggers and any(t in text for t in rule.triggers)]
+    active = [
+        rule
+        for rule in rules
+        if rule.triggers
+        and any(t in text for t in rule.triggers)
+        and (rule.file_trigger is None or rule.file_trigger.search(text))
+    ]
     if not active or "\x00" in text:  # CPython refuses NUL bytes, libcst does not
         return _syntax_only(text, display, rules)
     try:

@@ -9,6 +9,7 @@ variable is for the children, which read their environment afresh (a launcher).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -29,6 +30,15 @@ from gpumem_lint.semantic.walk import Walker
 
 #: Every GML3xx rule looks for an environment write first.
 ENV_TRIGGERS = ("environ", "putenv")
+#: What a reported write looks like in source (removals are never reported). Files that only read
+#: the environment — most that mention it — skip the program-order model and its cross-file reads.
+ENV_WRITE = re.compile(
+    r"environ\s*\[[^\]\n]*(?:\]\s*[-+*/%|&^@]?=(?!=)|$)"  # environ[KEY] = / += ..., or a key split over lines
+    r"|environ\s*\.\s*(?:setdefault|update|__setitem__)\b"
+    r"|putenv"
+    r"|\bimport\b[^\n]*\benviron\s+as\b",  # `from os import environ as env`: writes through the alias
+    re.MULTILINE,
+)
 
 _CONSEQUENCE = {
     "fatal": "makes the program crash",

@@ -65,6 +65,8 @@ class Rule:
     fix_title: ClassVar[str]
     #: A file that contains none of these substrings cannot hold the hazard.
     triggers: ClassVar[tuple[str, ...]] = ()
+    #: A finer, slower check run only on files a trigger matched: no match, no hazard.
+    file_trigger: ClassVar[re.Pattern[str] | None] = None
     #: Where in a file the findings can lie. None (the default): anywhere, and the rule sees the
     #: whole module, as a rule that follows module-level program order must. Patterns: each
     #: finding lies in a scope (the module's statements, a top-level function, a method) whose

@@ -2,7 +2,7 @@ from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
-from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, late_env_writes
+from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, ENV_WRITE, late_env_writes
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
 
@@ -78,6 +78,7 @@ class CudaEnvSetAfterCudaInit(Rule):
     summary = "CUDA device variable set after the CUDA driver was initialised"
     fix_title = "Set it before the first CUDA call or in the launcher; pick a device with `torch.cuda.set_device(i)`"
     triggers = ENV_TRIGGERS
+    file_trigger = ENV_WRITE
     VALID = (
         """
 import os

@@ -2,7 +2,7 @@ from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Applicability, Severity
-from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, late_env_writes
+from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, ENV_WRITE, late_env_writes
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
 
@@ -68,6 +68,7 @@ class AllocatorEnvSetAfterInit(Rule):
     summary = "Allocator variable set after the CUDA allocator read it"
     fix_title = "Set it before the first CUDA call (or in the launcher); at run time use `torch.cuda.memory._set_allocator_settings`"
     triggers = ENV_TRIGGERS
+    file_trigger = ENV_WRITE
     fix_applicability = Applicability.UNSAFE
     VALID = (
         """

@@ -2,7 +2,7 @@ from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Applicability, Severity
-from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, late_env_writes
+from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, ENV_WRITE, late_env_writes
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
 
@@ -57,6 +57,7 @@ class ThreadEnvSetAfterTorchImport(Rule):
     summary = "Thread-count variable set after torch sized its thread pool"
     fix_title = "Call `torch.set_num_threads(n)`, or set the variable before `import torch` or in the launcher"
     triggers = ENV_TRIGGERS
+    file_trigger = ENV_WRITE
     fix_applicability = Applicability.UNSAFE
     VALID = (
         """

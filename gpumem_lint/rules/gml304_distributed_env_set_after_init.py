@@ -2,7 +2,7 @@ from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
-from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, late_env_writes
+from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, ENV_WRITE, late_env_writes
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
 
@@ -52,6 +52,7 @@ class DistributedEnvSetAfterInit(Rule):
     summary = "NCCL or rendezvous variable set after the distributed runtime read it"
     fix_title = "Set it before `init_process_group` (or in the launcher)"
     triggers = ENV_TRIGGERS
+    file_trigger = ENV_WRITE
     VALID = (
         """
 import os
