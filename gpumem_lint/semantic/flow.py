@@ -355,8 +355,15 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
         """What a container holds: the tensor as it is now, as far as its reader can tell."""
         if handle.role is not None or handle.stored:
             return handle
-        stored = self._handle(
-            ("stored", id(node), id(handle.storage), handle.kind),
+        stored = self._held_copy(("stored", id(node), id(handle.storage), handle.kind), handle, node)
+        self._born.add(stored)
+        self._aliased.add(stored.storage)
+        return stored
+
+    def _held_copy(self, key: tuple, handle: Handle, node: cst.CSTNode) -> Handle:
+        """`handle` as something else holds it (a container, another process), made at `node`."""
+        return self._handle(
+            key,
             handle.storage,
             handle.kind,
             node,
@@ -367,9 +374,6 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
             base=handle,
             stored=True,
         )
-        self._born.add(stored)
-        self._aliased.add(stored.storage)
-        return stored
 
     def _assign_place(
         self, place: str, handles: frozenset[Handle], state: State, held: frozenset[Handle] = frozenset()

@@ -334,18 +334,7 @@ class ProcessSemantics:
             self._open.append(crossing)
 
     def _sent(self, handle: Handle, crossing: Crossing) -> Handle:
-        sent = self._handle(
-            ("sent", id(crossing.node), id(handle)),
-            handle.storage,
-            handle.kind,
-            crossing.node,
-            partial=handle.partial,
-            index=handle.index,
-            tensor=handle.tensor,
-            ndarray=handle.ndarray,
-            base=handle,
-            stored=True,
-        )
+        sent = self._held_copy(("sent", id(crossing.node), id(handle)), handle, crossing.node)
         self._sent_by[sent] = crossing
         self._aliased.add(handle.storage)
         return sent
