@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,9 @@ from gpumem_lint.rules._calls import qualified_calls
 
 #: Modules through which the binding module `torch._C` is reachable as `._C`.
 _C_OWNERS = ("torch._C.", "torch.cuda._C.", "torch.cuda.memory._C.")
+#: Every way to such a name spells `_C` (`torch._C._cuda_x`, `from torch._C import _cuda_x`,
+#: `from torch import _C`); `_cuda_` alone is in many names that are not bindings (`_cuda_available`).
+BINDING_MODULE = re.compile(r"\b_C\b")
 
 
 def private_cuda_calls(ctx: FileContext) -> Iterator[tuple[cst.Call, str, str]]:

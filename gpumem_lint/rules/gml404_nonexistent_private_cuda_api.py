@@ -3,7 +3,7 @@ from collections.abc import Iterator
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.knowledge.memory_api import memory_api
-from gpumem_lint.rules._private_cuda import private_cuda_calls
+from gpumem_lint.rules._private_cuda import BINDING_MODULE, private_cuda_calls
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
 
@@ -57,6 +57,7 @@ class NonexistentPrivateCudaApi(Rule):
     summary = "Call to a `torch._C._cuda_*` binding that does not exist"
     fix_title = "Use the public API in `torch.cuda` / `torch.cuda.memory`"
     triggers = ("_cuda_",)
+    file_trigger = BINDING_MODULE
     VALID = (
         """
 import torch

@@ -3,7 +3,7 @@ from collections.abc import Iterator
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.knowledge.memory_api import memory_api
-from gpumem_lint.rules._private_cuda import private_cuda_calls
+from gpumem_lint.rules._private_cuda import BINDING_MODULE, private_cuda_calls
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
 
@@ -52,6 +52,7 @@ class PrivateCudaMemoryApi(Rule):
     summary = "Private `torch._C._cuda_*` binding used where a public function exists"
     fix_title = "Call the public function in `torch.cuda`"
     triggers = ("_cuda_",)
+    file_trigger = BINDING_MODULE
     VALID = (
         """
 import torch
