@@ -1,11 +1,12 @@
-"""The GML3xx file pre-filter: every environment write the rules can report passes it, and a file
-that only reads the environment does not (it then skips the program-order model)."""
+"""File pre-filters (`Rule.file_trigger`): every form a rule can report passes its filter, and the
+look-alikes that make the cheap substring trigger fire in many files do not."""
 
 from __future__ import annotations
 
 import pytest
 
 from gpumem_lint.rules._env_lockin import ENV_WRITE
+from gpumem_lint.rules._private_cuda import BINDING_MODULE
 
 
 @pytest.mark.parametrize(
@@ -41,3 +42,25 @@ def test_every_reported_write_form_passes(source):
 )
 def test_reads_do_not(source):
     assert not ENV_WRITE.search(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "torch._C._cuda_getAllocator()",
+        "memory._C._cuda_allocate(1 << 20)",
+        "from torch._C import _cuda_setAllocator",
+        "from torch import _C\n_C._cuda_emptyCache()",
+        "import torch._C as backend\nbackend._cuda_emptyCache()",
+    ],
+)
+def test_every_binding_spelling_passes(source):
+    assert BINDING_MODULE.search(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["def _cuda_available():\n    return torch.cuda.is_available()", "self._cuda_graph = None", "_C_ORDER = 1"],
+)
+def test_names_that_only_contain_cuda_do_not(source):
+    assert not BINDING_MODULE.search(source)
