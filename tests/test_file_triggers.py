@@ -7,6 +7,7 @@ import pytest
 
 from gpumem_lint.rules._env_lockin import ENV_WRITE
 from gpumem_lint.rules._private_cuda import BINDING_MODULE
+from gpumem_lint.semantic.datasets import WORKER_LOADER
 
 
 @pytest.mark.parametrize(
@@ -64,3 +65,29 @@ def test_every_binding_spelling_passes(source):
 )
 def test_names_that_only_contain_cuda_do_not(source):
     assert not BINDING_MODULE.search(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "DataLoader(train_set, batch_size=64, num_workers=4)",
+        "DataLoader(ds, num_workers=args.workers)",
+        "DataLoader(ds, 32, True, None, None, 4)",
+        "DataLoader(make(ds, split(0)), len(x), True, None, None, cpu_count())",
+        "torch.utils.data.DataLoader(\n    ds,\n    32,\n    False,\n    None,\n    None,\n    2,\n)",
+    ],
+)
+def test_every_loader_that_starts_workers_passes(source):
+    assert WORKER_LOADER.search(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "DataLoader(ds, batch_size=64, shuffle=True)",
+        "loader = DataLoader(val_set, 256)",
+        "from torch.utils.data import DataLoader",
+    ],
+)
+def test_loaders_without_workers_do_not(source):
+    assert not WORKER_LOADER.search(source)

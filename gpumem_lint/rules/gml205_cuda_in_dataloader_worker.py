@@ -5,7 +5,7 @@ import libcst as cst
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.datasets import datasets, self_attribute
+from gpumem_lint.semantic.datasets import WORKER_LOADER, datasets, self_attribute
 from gpumem_lint.semantic.devices import CudaUses, cuda_call, cuda_names
 from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS
 from gpumem_lint.semantic.walk import Walker
@@ -67,6 +67,7 @@ class CudaInDataloaderWorker(Rule):
         "Return CPU tensors from the Dataset and move batches to the GPU in the main process (`pin_memory=True`)"
     )
     triggers = ("DataLoader",)
+    file_trigger = WORKER_LOADER
     VALID = (
         """
 import torch

@@ -7,6 +7,7 @@ from gpumem_lint.diagnostics import Severity
 from gpumem_lint.knowledge import knowledge
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.datasets import (
+    WORKER_LOADER,
     DatasetClass,
     Datasets,
     datasets,
@@ -89,6 +90,7 @@ class DatasetStateMutatedInWorker(Rule):
     summary = "A Dataset updates its own state in DataLoader workers, where the main process never sees it"
     fix_title = "Return the information with the batch, or keep it in shared memory (`mp.Value`, `share_memory_()`)"
     triggers = ("DataLoader",)
+    file_trigger = WORKER_LOADER
     VALID = (
         """
 from torch.utils.data import DataLoader, Dataset

@@ -11,6 +11,7 @@ dataset (F16). A DataLoader is matched to a class when its dataset argument is
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -81,6 +82,11 @@ class Datasets:
 
     def loaders_of(self, cls: DatasetClass) -> list[Loader]:
         return [loader for loader in self.loaders if loader.dataset == cls.name]
+
+
+#: What a DataLoader that starts workers looks like in source: `num_workers=` or a sixth positional
+#: argument (arguments without `=`, calls nested two deep). A file without it has no worker loader.
+WORKER_LOADER = re.compile(r"num_workers|DataLoader\s*\((?:(?:[^=(),]|\((?:[^()]|\([^()]*\))*\))*,){5}")
 
 
 def datasets(module: cst.Module, imports: ImportTable) -> Datasets:

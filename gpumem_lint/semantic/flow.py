@@ -717,7 +717,12 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
                 handles.add(source)  # `torch.clone(g).detach()`: nothing else holds the memory
                 continue
             inherited = kind
-            if source.kind in (AliasKind.STATE_DICT, AliasKind.NUMPY) and kind in _PASS_THROUGH or kind is AliasKind.VIEW and source.kind in (AliasKind.DETACH, AliasKind.DATA):
+            if (
+                source.kind in (AliasKind.STATE_DICT, AliasKind.NUMPY)
+                and kind in _PASS_THROUGH
+                or kind is AliasKind.VIEW
+                and source.kind in (AliasKind.DETACH, AliasKind.DATA)
+            ):
                 inherited = source.kind
             key = ("alias", id(node), id(source.storage), inherited)
             if key in self._handles and self._handles[key].base is not source:
