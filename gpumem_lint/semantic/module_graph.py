@@ -19,7 +19,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from gpumem_lint.semantic.imports import dotted_name
-from gpumem_lint.semantic.statement_lines import statement_lines
+from gpumem_lint.semantic.statement_lines import StatementLines, statement_lines
 
 #: How many imports deep first-party modules are followed (the linted file's imports are depth 1).
 MAX_IMPORT_DEPTH = 3
@@ -228,14 +228,15 @@ def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Sum
     _IN_PROGRESS.add(path)
     try:
         graph = ModuleGraph(path, depth + 1)
-        lines: list[dict[int, int] | None] = []
+        lines: list[StatementLines | None] = []
         positions: dict = {}
 
         def line_of(node: cst.CSTNode) -> int:
             if not lines:
                 lines.append(statement_lines(module, module.code))
-            if lines[0] is not None and id(node) in lines[0]:
-                return lines[0][id(node)]
+            line = lines[0].line(node) if lines[0] is not None else None
+            if line is not None:
+                return line
             if not positions:
                 positions.update(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
             return positions[node].start.line
