@@ -130,7 +130,7 @@ class _Lines:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.lines = _split_lines(text)
+        self.lines = split_lines(text)
         self.starts = list(accumulate(map(len, self.lines), initial=0))
         self.scanned = "\n" + text  # so that a pattern anchored on "\n" sees line 1 too
 
@@ -217,7 +217,7 @@ def _aliases(text: str) -> list[tuple[str, str]]:
     return found
 
 
-def _split_lines(text: str) -> list[str]:
+def split_lines(text: str) -> list[str]:
     if _UNUSUAL_BREAKS.search(text) is None:
         return text.splitlines(keepends=True)  # the same lines, much faster
     return _LINE_BREAK.split(text)

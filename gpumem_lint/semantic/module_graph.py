@@ -18,6 +18,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from gpumem_lint.semantic.import_time_source import import_time_source
 from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.statement_lines import StatementLines, statement_lines
 
@@ -214,6 +215,7 @@ def _function_summary(path: Path, mtime: int, depth: int, function: str) -> _Sum
 
 
 def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Summary | None:
+    from gpumem_lint.engine import decode_source
     from gpumem_lint.semantic.program_order import ProgramOrder
 
     if mtime < 0 or path in _IN_PROGRESS:
@@ -222,8 +224,12 @@ def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Sum
         data = path.read_bytes()
         if len(data) > _MAX_BYTES:
             return None
-        module = cst.parse_module(data)
-    except (OSError, cst.ParserSyntaxError, RecursionError, MemoryError, UnicodeDecodeError, SyntaxError):
+        text = decode_source(data)
+        reduced = import_time_source(text, function)
+        if reduced is not None:
+            text = reduced.text
+        module = cst.parse_module(text)
+    except (OSError, cst.ParserSyntaxError, RecursionError, MemoryError, UnicodeDecodeError, SyntaxError, LookupError):
         return None
     _IN_PROGRESS.add(path)
     try:
@@ -233,25 +239,19 @@ def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Sum
 
         def line_of(node: cst.CSTNode) -> int:
             if not lines:
-                lines.append(statement_lines(module, module.code))
+                lines.append(statement_lines(module, text))
             line = lines[0].line(node) if lines[0] is not None else None
-            if line is not None:
-                return line
-            if not positions:
-                positions.update(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
-            return positions[node].start.line
+            if line is None:
+                if not positions:
+                    positions.update(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+                line = positions[node].start.line
+            return reduced.origin[line - 1] if reduced is not None else line
 
         order = ProgramOrder(module, path.name, line_of, graph, path)
-        # All of a module's import-time events share the importing statement's place in the
-        # program, so only the first of each kind can ever be the first event before something:
-        # keeping one per kind stops summaries growing with the size of the import graph.
-        first_of_kind = {}
-        for site in order.import_time_sites() if function is None else order.function_sites(function):
-            first_of_kind.setdefault(site.event, site)
         sites = tuple(
             # Events of modules it imports keep their own file; the module's own are at `path`.
             ImportSite(site.event, site.call, site.line, site.file, path if site.via is None else _nested(site, graph))
-            for site in first_of_kind.values()
+            for site in (order.import_time_sites() if function is None else order.function_sites(function))
         )
         return _Summary(sites, frozenset({path, *graph.dependencies}))
     finally:

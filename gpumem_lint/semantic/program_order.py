@@ -215,7 +215,7 @@ class ProgramOrder:
         return id(node) in self._occurrences()
 
     def function_sites(self, name: str) -> list[Site]:
-        """Every event a call of the module-level function (or class) `name` causes, in order: its summary."""
+        """The first site of each event a call of the module-level function (or class) `name` causes: its summary."""
         definition = self._definitions.functions.get(name)
         if definition is None and name in self._definitions.classes:
             definition = _method(self._definitions.classes[name], "__init__")
@@ -225,12 +225,21 @@ class ProgramOrder:
         owner = self._definitions.classes.get(name)
         where = _Where(frames=(next(self._ids),), calls=(definition,), self_class=owner)
         self._function_body(definition, where, steps, depth=0)
-        return [self._site(step) for step in steps if step.event is not None]
+        return self._first_of_each_event(steps)
 
     def import_time_sites(self) -> list[Site]:
-        """Every event this module causes when imported (any path), in order: a module summary."""
-        steps = self._import_steps()
-        return [self._site(step) for step in steps if step.event is not None]
+        """The first site of each event this module causes when imported (any path): a module summary."""
+        return self._first_of_each_event(self._import_steps())
+
+    def _first_of_each_event(self, steps: list[Step]) -> list[Site]:
+        # An importer sees all of a module's events at the importing statement's place in its
+        # program, so only the first of each kind can ever be the first event before something:
+        # keeping one per kind stops summaries growing with the size of the import graph.
+        first: dict[str, Step] = {}
+        for step in steps:
+            if step.event is not None:
+                first.setdefault(step.event, step)
+        return [self._site(step) for step in first.values()]
 
     def first_call_after(self, node: cst.CSTNode, names: Collection[str], reached: bool = True) -> Site | None:
         """The earliest call to one of the qualified `names` (`"torch.cuda.set_device"`) after `node`."""

@@ -1,0 +1,174 @@
+"""The part of an imported module that a summary can run: function bodies nothing calls are hollowed.
+
+`module_graph` summarises every first-party module a linted file imports, and building
+libcst's tree of each was most of a GML3xx run. Program order (`program_order.py`) enters a
+function's body only when it follows a call: to a module-level function or class by name
+(`setup()`, `Trainer()` runs `__init__`) or to a method through `self.name()`. So a body is
+kept when its name is called by code that runs: at import (the module's and classes'
+statements, decorators, base classes), or, for a function's summary, from that function;
+and then by what those bodies call, until nothing new is reached. A name called anywhere
+counts, whatever it is called on, which keeps more than program order follows, never less.
+
+A hollowed body keeps its import statements, in order (the import table is module-wide),
+or becomes `pass`. `Reduction.origin` maps the lines back to the file's.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from collections.abc import Iterator
+
+from gpumem_lint.fast_path import Reduction, paused_gc, split_lines
+
+#: Off: summaries read whole modules (bench/summary_equality.py compares the two).
+enabled = True
+
+_FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
+_IMPORT = (ast.Import, ast.ImportFrom)
+_COMPOUND_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def import_time_source(text: str, function: str | None = None) -> Reduction | None:
+    """What a summary of importing the module (or calling its `function`) reads; None: the whole text."""
+    if not enabled:
+        return None
+    try:
+        with warnings.catch_warnings(), paused_gc():  # CPython's SyntaxWarnings are not ours to print
+            warnings.simplefilter("ignore")
+            tree = compile(text, "<import time>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    definitions = list(_definitions(tree.body, None))
+    called = {function} if function is not None else _called(_import_time_nodes(tree.body))
+    kept: set[int] = set()
+    while True:
+        reached = [
+            (node, owner)
+            for node, owner in definitions
+            if id(node) not in kept and (node.name in called or (node.name == "__init__" and owner in called))
+        ]
+        if not reached:
+            break
+        for node, _ in reached:
+            kept.add(id(node))
+            called |= _called(node.body)
+    hollow = [node for node, _ in definitions if id(node) not in kept]
+    lines = split_lines(text)
+    hollow = [node for node in hollow if _own_lines(node, lines)]
+    if not hollow:
+        return None
+    return _hollowed(lines, hollow)
+
+
+def _definitions(body: list[ast.stmt], owner: str | None) -> Iterator[tuple[ast.stmt, str | None]]:
+    """Functions and methods outside any function body, with the name of the class they belong to."""
+    for node in body:
+        if isinstance(node, _FUNCTION):
+            yield node, owner
+        elif isinstance(node, ast.ClassDef):
+            yield from _definitions(node.body, node.name)
+        else:
+            for block in _blocks(node):
+                yield from _definitions(block, owner)
+
+
+def _blocks(node: ast.AST) -> Iterator[list]:
+    for name in _COMPOUND_BODIES:
+        block = getattr(node, name, None)
+        if block:
+            if name in ("handlers", "cases"):
+                for clause in block:
+                    yield clause.body
+            else:
+                yield block
+
+
+def _import_time_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Everything that runs at import: all but the bodies of functions (their headers run)."""
+    for node in body:
+        if isinstance(node, _FUNCTION):
+            yield from node.decorator_list
+            yield node.args
+            if node.returns is not None:
+                yield node.returns
+        elif isinstance(node, ast.ClassDef):
+            yield from (*node.decorator_list, *node.bases, *node.keywords)
+            yield from _import_time_nodes(node.body)
+        else:
+            yield from _import_time_nodes([child for block in _blocks(node) for child in block])
+            yield from (child for child in ast.iter_child_nodes(node) if not isinstance(child, (ast.stmt, *_CLAUSES)))
+
+
+_CLAUSES = (ast.excepthandler, ast.match_case)
+
+
+def _called(nodes) -> set[str]:
+    names: set[str] = set()
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Name):
+                    names.add(node.func.id)
+                elif isinstance(node.func, ast.Attribute):
+                    names.add(node.func.attr)
+    return names
+
+
+def _own_lines(node: ast.stmt, lines: list[str]) -> bool:
+    """Whether the body starts on a line of its own (`def f(): return 1` stays as it is)."""
+    first = node.body[0]
+    decorators = getattr(first, "decorator_list", ())
+    start = min(decorators, key=lambda d: d.lineno) if decorators else first
+    before = lines[start.lineno - 1].encode()[: start.col_offset].decode(errors="replace")
+    return before.strip() in ("", "@")
+
+
+def _start(node: ast.stmt) -> int:
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+
+
+def _end(node: ast.AST) -> int:
+    return getattr(node, "end_lineno", None) or node.lineno
+
+
+def _hollowed(lines: list[str], hollow: list[ast.stmt]) -> Reduction:
+    out: list[str] = []
+    origin: list[int] = []
+    line = 1  # the next line of the file to copy
+    for node in sorted(hollow, key=lambda node: node.lineno):
+        first, last = _start(node.body[0]), _end(node)
+        out.extend(lines[line - 1 : first - 1])
+        origin.extend(range(line, first))
+        indent = _indentation(lines[first - 1])
+        for statement in _imports(node.body, lines) or ["pass"]:
+            out.append(indent + statement + "\n")
+            origin.extend([first] * len(split_lines(statement)))
+        line = last + 1
+    tail = lines[line - 1 :]
+    out.extend(tail)
+    origin.extend(range(line, line + len(tail)))
+    return Reduction("".join(out), origin)
+
+
+def _imports(body: list[ast.stmt], lines: list[str]) -> list[str]:
+    """The import statements nested in a body, in source order, as written (continuation lines too)."""
+    found = sorted(
+        (node for statement in body for node in ast.walk(statement) if isinstance(node, _IMPORT)),
+        key=lambda node: (node.lineno, node.col_offset),
+    )
+    return [_segment(node, lines) for node in found]
+
+
+def _segment(node: ast.stmt, lines: list[str]) -> str:
+    """A statement's exact source; ast columns count UTF-8 bytes."""
+    first, last = node.lineno - 1, _end(node) - 1
+    if first == last:
+        return lines[first].encode()[node.col_offset : node.end_col_offset].decode()
+    head = lines[first].encode()[node.col_offset :].decode()
+    tail = lines[last].encode()[: node.end_col_offset].decode()
+    return head + "".join(lines[first + 1 : last]) + tail
+
+
+def _indentation(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t\f"))]
