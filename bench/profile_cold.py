@@ -5,8 +5,9 @@
 Stages are timed by wrapping the functions that do them (no profiler overhead on the
 Python-heavy stages), exclusive of each other: reading and decoding, deciding what to
 parse (CPython's `ast` and the trigger scan, fast_path.py), libcst parsing, the semantic
-model (scopes and flow analysis), positions, program order, CPython's syntax check of
-files no rule can flag, and the rest (the rules themselves, suppressions, output types).
+model (scopes and flow analysis), positions, program order and the imported modules it
+summarises, CPython's syntax check of files no rule can flag, each rule family's own work,
+and the rest (suppressions, output types).
 The floor, libcst parsing every file, is timed on the same texts for comparison.
 """
 
@@ -26,6 +27,7 @@ from corpora import default_corpora, python_files
 from gpumem_lint import engine
 from gpumem_lint.context import FileContext
 from gpumem_lint.rules import ALL_RULES
+from gpumem_lint.semantic import module_graph
 from gpumem_lint.semantic.model import SemanticModel
 
 _spent: dict[str, float] = {}
@@ -48,12 +50,25 @@ def _timed(stage: str, function):
     return wrapper
 
 
+def _listed(check):
+    """A rule's check runs as its findings are consumed: time it to the end."""
+
+    @wraps(check)
+    def wrapper(*args, **kwargs):
+        return list(check(*args, **kwargs))
+
+    return wrapper
+
+
 def _instrument() -> None:
     engine.reduce_source = _timed("fast path: ast + trigger scan", engine.reduce_source)
     libcst.parse_module = _timed("libcst parse", libcst.parse_module)
     engine._syntax_only = _timed("syntax check of files no rule can flag", engine._syntax_only)
     SemanticModel.build = classmethod(_timed("semantic model (scopes, flow)", SemanticModel.build.__func__))
-    for name, stage in (("positions", "positions"), ("program_order", "program order (GML3xx)")):
+    module_graph._summarise = _timed("imported modules summarised (GML2xx/GML3xx)", module_graph._summarise)
+    for rule in ALL_RULES:
+        rule.check = _timed(f"rules {rule.code[:4]}xx", _listed(rule.check))
+    for name, stage in (("positions", "positions"), ("program_order", "program order (GML2xx/GML3xx)")):
         prop = cached_property(_timed(stage, getattr(FileContext, name).func))
         prop.__set_name__(FileContext, name)
         setattr(FileContext, name, prop)

@@ -22,10 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import libcst
 from corpora import default_corpora, python_files
 
 from gpumem_lint.engine import decode_source
-from gpumem_lint.semantic import import_time_source, module_graph
+from gpumem_lint.semantic import module_graph
+from gpumem_lint.semantic.import_time_source import import_time_source
 
 
 def main() -> int:
@@ -59,7 +61,10 @@ def _compare(path: Path) -> tuple[list[str], int, int, int, int]:
     try:
         text = decode_source(path.read_bytes())
         tree = ast.parse(text)
+        whole_module = libcst.parse_module(text)
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
+        return [], 0, 0, 0, 0
+    except libcst.ParserSyntaxError:
         return [], 0, 0, 0, 0
     names = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     mtime = path.stat().st_mtime_ns
@@ -69,13 +74,11 @@ def _compare(path: Path) -> tuple[list[str], int, int, int, int]:
     # Imports are not followed: each module is compared on its own events.
     depth = module_graph.MAX_IMPORT_DEPTH
     for function in [None, *names]:
-        import_time_source.enabled = False
-        whole = module_graph._summarise(path, mtime, depth, function)
-        import_time_source.enabled = True
+        whole = module_graph.summary_of(whole_module, text, None, path, depth, function)
         hollowed = module_graph._summarise(path, mtime, depth, function)
-        reduction = import_time_source.import_time_source(text, function)
+        reduction = import_time_source(text, function)
         given += len(reduction.origin) if reduction else lines
-        events += len(whole.sites) if whole else 0
+        events += len(whole.sites)
         if whole != hollowed:
             differences.append(f"{path} ({function or 'import'}): whole {_show(whole)}; hollowed {_show(hollowed)}")
     return differences, len(names) + 1, events, lines * (len(names) + 1), given

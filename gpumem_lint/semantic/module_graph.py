@@ -216,7 +216,6 @@ def _function_summary(path: Path, mtime: int, depth: int, function: str) -> _Sum
 
 def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Summary | None:
     from gpumem_lint.engine import decode_source
-    from gpumem_lint.semantic.program_order import ProgramOrder
 
     if mtime < 0 or path in _IN_PROGRESS:
         return None
@@ -231,6 +230,15 @@ def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Sum
         module = cst.parse_module(text)
     except (OSError, cst.ParserSyntaxError, RecursionError, MemoryError, UnicodeDecodeError, SyntaxError, LookupError):
         return None
+    return summary_of(module, text, reduced.origin if reduced else None, path, depth, function)
+
+
+def summary_of(
+    module: cst.Module, text: str, origin: list[int] | None, path: Path, depth: int, function: str | None
+) -> _Summary:
+    """The summary of the module at `path`, parsed from `text` (whose lines are `origin`'s, when given)."""
+    from gpumem_lint.semantic.program_order import ProgramOrder
+
     _IN_PROGRESS.add(path)
     try:
         graph = ModuleGraph(path, depth + 1)
@@ -245,7 +253,7 @@ def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Sum
                 if not positions:
                     positions.update(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
                 line = positions[node].start.line
-            return reduced.origin[line - 1] if reduced is not None else line
+            return origin[line - 1] if origin is not None else line
 
         order = ProgramOrder(module, path.name, line_of, graph, path)
         sites = tuple(
