@@ -78,6 +78,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("corpora", nargs="*", default=["timm"])
     parser.add_argument("--limit", type=int, default=0, help="only the first N files of each corpus")
+    parser.add_argument("--select", default="", help="only the rules whose code starts with this (default: every rule)")
     args = parser.parse_args()
     available = default_corpora()
     texts: list[tuple[str, str]] = []
@@ -100,8 +101,9 @@ def main() -> int:
     _instrument()
     lint = _timed("rules and the rest", engine.lint_source)
     started = time.process_time()
+    rules = [rule for rule in ALL_RULES if rule.code.startswith(args.select)]
     for display, text in texts:
-        lint(text, display, ALL_RULES)
+        lint(text, display, rules)
     total = time.process_time() - started
     lines = sum(text.count("\n") + 1 for _, text in texts)
     print(f"{', '.join(args.corpora)}: {len(texts)} files, {lines:,} lines; CPU seconds, one process")

@@ -13,6 +13,7 @@ from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionPr
 from gpumem_lint.semantic.model import SemanticModel
 from gpumem_lint.semantic.module_graph import ModuleGraph
 from gpumem_lint.semantic.program_order import ProgramOrder
+from gpumem_lint.semantic.statement_lines import StatementLines, statement_lines
 
 
 @dataclass
@@ -38,7 +39,20 @@ class FileContext:
         graph = ModuleGraph(source.resolve()) if source.is_file() else None
         if graph is not None:
             graph.dependencies = self.dependencies  # filled as the order is built
-        return ProgramOrder(self.module, self.path, self.line, graph, graph.source if graph else None)
+        return ProgramOrder(self.module, self.path, self._site_line, graph, graph.source if graph else None)
+
+    def _site_line(self, node: cst.CSTNode) -> int:
+        """A site's line for program order. The line of a statement (an import that runs another
+        module, most often) comes from CPython's tree, without resolving every position of the file."""
+        if isinstance(node, cst.BaseSmallStatement) and self._statement_lines is not None:
+            line = self._statement_lines.line(node)
+            if line is not None:
+                return line
+        return self.line(node)
+
+    @cached_property
+    def _statement_lines(self) -> StatementLines | None:
+        return statement_lines(self.module, self.text) if self.origin is None else None
 
     @cached_property
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:

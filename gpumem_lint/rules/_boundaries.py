@@ -3,6 +3,7 @@ for crossings and start methods."""
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 
 import libcst as cst
@@ -48,20 +49,26 @@ def start_method_text(method: StartMethod) -> str:
 
 class CudaEvidence:
     """Whether a crossing hands over a CUDA tensor: made on (or moved to) a CUDA device, or a
-    name moved there in place before (`model.cuda()` then `args=(model,)`)."""
+    name moved there in place before (`model.cuda()` then `args=(model,)`). Built lazily: most
+    files with crossings hand over none that forks."""
 
     def __init__(self, ctx: FileContext) -> None:
+        self._module = ctx.module
         self.imports = ctx.semantic.imports
-        self.names = cuda_names(ctx.module, self.imports)
-        self._moved = {
-            id(f.scope.node): moved_to_cuda(f.scope.node, self.names, self.imports) for f in ctx.semantic.facts
-        }
+        self._moved: dict[int, set[str]] = {}
+
+    @cached_property
+    def names(self) -> set[str]:
+        return cuda_names(self._module, self.imports)
 
     def sends_cuda(self, facts: ScopeFacts, crossing: Crossing) -> bool:
         sent = (handle for handle in crossing.sent.handles if handle.role is None)
         if any(made_on_cuda(handle, self.names, self.imports) for handle in sent):
             return True
-        return bool(_argument_names(crossing.node) & self._moved.get(id(facts.scope.node), set()))
+        scope = facts.scope.node
+        if id(scope) not in self._moved:
+            self._moved[id(scope)] = moved_to_cuda(scope, self.names, self.imports)
+        return bool(_argument_names(crossing.node) & self._moved[id(scope)])
 
 
 def _argument_names(call: cst.Call) -> set[str]:

@@ -162,7 +162,7 @@ def score(batches, fn):
             for write in facts.writes:
                 if id(write.node) in reported or write.module or write.rebinds or write.storage.origin == "fresh":
                     continue
-                if ctx.line(write.node) >= ctx.line(crossing.node) or not any(write.storage.related(s) for s in sent):
+                if not any(write.storage.related(s) for s in sent) or ctx.line(write.node) >= ctx.line(crossing.node):
                     continue
                 reported.add(id(write.node))
                 yield Report(

@@ -3,11 +3,11 @@ from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
-from gpumem_lint.rules._boundaries import crossing_text, process_model
+from gpumem_lint.rules._boundaries import CudaEvidence, crossing_text, process_model
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import Receiver
-from gpumem_lint.semantic.devices import cuda_names, moved_to_cuda
+from gpumem_lint.semantic.devices import moved_to_cuda
 from gpumem_lint.semantic.values import Write
 
 #: Writes that train a received model (`optimizer.step()`, `train_one_epoch(model)`).
@@ -151,7 +151,7 @@ def norms(tensors):
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         model = process_model(ctx)
-        devices = cuda_names(ctx.module, ctx.semantic.imports)
+        evidence = CudaEvidence(ctx)
         reported = set()
         for sender, crossing in model.crossings():
             if not model.pickled(crossing):
@@ -160,7 +160,7 @@ def norms(tensors):
             if receiver is None or _mutation_is_the_point(receiver):
                 continue
             shared = sender.processes.shared_on_purpose
-            moved = moved_to_cuda(receiver.facts.scope.node, devices, ctx.semantic.imports)
+            moved = moved_to_cuda(receiver.facts.scope.node, evidence.names, ctx.semantic.imports)
             first: dict[str, Write] = {}  # one finding per parameter: its first write
             for write in sorted(
                 receiver.facts.writes, key=lambda w: (ctx.line(w.node), ctx.positions[w.node].start.column)

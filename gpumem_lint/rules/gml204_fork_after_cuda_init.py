@@ -129,7 +129,6 @@ if __name__ == "__main__":
         model = process_model(ctx)
         imports = ctx.semantic.imports
         evidence = CudaEvidence(ctx)
-        names = evidence.names
         reported = set()
         for sender, crossing in model.crossings():
             if crossing.kind not in _FORKING or not model.start_method(crossing).forks:
@@ -140,7 +139,7 @@ if __name__ == "__main__":
             target = model.target_facts(sender, crossing)
             if target is None or id(launch) in reported:
                 continue
-            use = _cuda_use(model, target, names, imports)
+            use = _cuda_use(model, target, evidence.names, imports)
             if use is None:
                 continue
             site = ctx.program_order.first_event_before(launch, CUDA_INIT_EVENTS)

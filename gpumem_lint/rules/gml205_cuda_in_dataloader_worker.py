@@ -125,6 +125,8 @@ loader = DataLoader(Features(), batch_size=64, num_workers=4)
                 reads.walk(method.body)
             loader = loaders[0]
             spawned = all(loader.start_method in ("spawn", "forkserver") for loader in loaders)
+            if not (calls.found or reads.found):
+                continue
             where = f"`{cls.name}` is loaded with workers by `DataLoader` at line {ctx.line(loader.node)}"
             if calls.found:
                 call = _first(ctx, calls.found)

@@ -153,6 +153,8 @@ def _hollowed(lines: list[str], hollow: list[ast.stmt]) -> Reduction:
 
 def _imports(body: list[ast.stmt], lines: list[str]) -> list[str]:
     """The import statements nested in a body, in source order, as written (continuation lines too)."""
+    if not any("import" in line for line in lines[_start(body[0]) - 1 : _end(body[-1])]):
+        return []  # most bodies import nothing: no need to walk them
     found = sorted(
         (node for statement in body for node in ast.walk(statement) if isinstance(node, _IMPORT)),
         key=lambda node: (node.lineno, node.col_offset),

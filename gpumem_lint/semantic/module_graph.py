@@ -103,40 +103,50 @@ def project_root(directory: Path) -> Path:
     return directory
 
 
-def resolve_import(node: cst.Import | cst.ImportFrom, source: Path, root: Path) -> list[Path]:
+def resolve_import(node: cst.Import | cst.ImportFrom, source: Path, root: Path) -> tuple[Path, ...]:
     """The first-party files an import statement executes, outermost package first."""
     if isinstance(node, cst.Import):
-        found: list[Path] = []
-        for alias in node.names:
-            name = dotted_name(alias.name)
-            if name:
-                found.extend(_absolute(name.split("."), source, root))
-        return _dedupe(found, source)
+        modules = tuple(name for alias in node.names if (name := dotted_name(alias.name)))
+        return _resolve_modules(modules, source, root)
     names = (
-        []
+        ()
         if isinstance(node.names, cst.ImportStar)
-        else [alias.name.value for alias in node.names if isinstance(alias.name, cst.Name)]
+        else tuple(alias.name.value for alias in node.names if isinstance(alias.name, cst.Name))
     )
     module = dotted_name(node.module) if node.module is not None else ""
     if module is None:
-        return []
+        return ()
+    return _resolve_from(module, len(node.relative), names, source, root)
+
+
+# Modules import the same packages again and again: resolutions are cached per process.
+@lru_cache(maxsize=65536)
+def _resolve_modules(modules: tuple[str, ...], source: Path, root: Path) -> tuple[Path, ...]:
+    found: list[Path] = []
+    for name in modules:
+        found.extend(_absolute(name.split("."), source, root))
+    return tuple(_dedupe(found, source))
+
+
+@lru_cache(maxsize=65536)
+def _resolve_from(module: str, dots: int, names: tuple[str, ...], source: Path, root: Path) -> tuple[Path, ...]:
     parts = module.split(".") if module else []
-    if node.relative:
+    if dots:
         base = source.parent
-        for _ in range(len(node.relative) - 1):
+        for _ in range(dots - 1):
             base = base.parent
         if not base.is_relative_to(root):
-            return []
+            return ()
         files = _walk_package(base, parts, root)
         # `from . import x` / `from .pkg import x`: x may be a submodule.
         package = base.joinpath(*parts)
         files += [file for name in names if (file := _module_file(package / name)) is not None]
-        return _dedupe(files, source)
+        return tuple(_dedupe(files, source))
     files = _absolute(parts, source, root)
     if files and files[-1].name == "__init__.py":
         package = files[-1].parent
         files += [file for name in names if (file := _module_file(package / name)) is not None]
-    return _dedupe(files, source)
+    return tuple(_dedupe(files, source))
 
 
 def _absolute(parts: list[str], source: Path, root: Path) -> list[Path]:

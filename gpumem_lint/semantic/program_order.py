@@ -126,15 +126,33 @@ class _Definitions:
     all_functions: list[tuple[cst.FunctionDef, cst.ClassDef | None]] = field(default_factory=list)
 
 
-class _DefinitionCollector(Walker):
+class _DefinitionCollector:
+    """Imports and function definitions, from statements only: neither can sit inside an expression."""
+
     def __init__(self) -> None:
         self.imports = ImportTable()
         #: local name -> (the import statement, the imported name for `from m import name`, else None)
         self.bound: dict[str, tuple[cst.Import | cst.ImportFrom, str | None]] = {}
         self.definitions = _Definitions()
-        self._classes: list[cst.ClassDef | None] = [None]
 
-    def visit_Import(self, node: cst.Import) -> None:
+    def collect(self, body: Iterable[cst.CSTNode], owner: cst.ClassDef | None = None) -> None:
+        for statement in body:
+            # `if x: import y` puts small statements straight into the block.
+            for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else (statement,):
+                if isinstance(small, cst.Import):
+                    self._import(small)
+                elif isinstance(small, cst.ImportFrom):
+                    self._import_from(small)
+            if isinstance(statement, cst.FunctionDef):
+                self.definitions.all_functions.append((statement, owner))
+                self.collect(_body(statement.body))  # a def inside a method is not a method
+            elif isinstance(statement, cst.ClassDef):
+                self.collect(_body(statement.body), statement)
+            elif isinstance(statement, cst.BaseCompoundStatement):
+                for block in _blocks(statement):
+                    self.collect(_body(block), owner)
+
+    def _import(self, node: cst.Import) -> None:
         self.imports.add(node)
         for alias in node.names:
             name = dotted_name(alias.name)
@@ -142,7 +160,7 @@ class _DefinitionCollector(Walker):
                 local = alias.asname.name.value if alias.asname else name.split(".", 1)[0]  # type: ignore[union-attr]
                 self.bound[local] = (node, None)
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+    def _import_from(self, node: cst.ImportFrom) -> None:
         self.imports.add(node)
         if isinstance(node.names, cst.ImportStar):
             return
@@ -151,18 +169,20 @@ class _DefinitionCollector(Walker):
                 local = alias.asname.name.value if alias.asname else alias.name.value  # type: ignore[union-attr]
                 self.bound[local] = (node, alias.name.value)
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._classes.append(node)
 
-    def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        self._classes.pop()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.definitions.all_functions.append((node, self._classes[-1]))
-        self._classes.append(None)  # a def inside a method is not a method
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._classes.pop()
+def _blocks(statement: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
+    """The blocks of a compound statement, in source order: body, `except`/`case` clauses, `else`/`elif`, `finally`."""
+    blocks = [] if isinstance(statement, cst.Match) else [statement.body]
+    blocks += [clause.body for clause in (*getattr(statement, "handlers", ()), *getattr(statement, "cases", ()))]
+    orelse = getattr(statement, "orelse", None)
+    if isinstance(orelse, cst.If):
+        blocks += _blocks(orelse)
+    elif orelse is not None:
+        blocks.append(orelse.body)
+    finalbody = getattr(statement, "finalbody", None)
+    if finalbody is not None:
+        blocks.append(finalbody.body)
+    return blocks
 
 
 class ProgramOrder:
@@ -182,7 +202,7 @@ class ProgramOrder:
         self._source = source
         self._table = lockin_table()
         collector = _DefinitionCollector()
-        collector.walk(module)
+        collector.collect(module.body)
         self.imports = collector.imports
         self._bound = collector.bound
         self._definitions = collector.definitions

@@ -55,7 +55,7 @@ def statement_lines(module: cst.Module, text: str) -> StatementLines | None:
             tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    lines = sorted((node.lineno, node.col_offset) for node in ast.walk(tree) if isinstance(node, ast.stmt))
+    lines = sorted((node.lineno, node.col_offset) for node in _ast_statements(tree))
     statements: list[cst.CSTNode] = []
 
     def visit(node: cst.CSTNode) -> None:
@@ -85,3 +85,19 @@ def _own_parts(statement: cst.CSTNode) -> list[cst.CSTNode]:
         parts.append(node)
         stack.extend(child_nodes(node))
     return parts
+
+
+def _ast_statements(tree: ast.Module) -> list[ast.stmt]:
+    """Every statement of CPython's tree; expressions are never entered (they hold none)."""
+    found: list[ast.stmt] = []
+    pending: list[list[ast.stmt]] = [tree.body]
+    while pending:
+        for statement in pending.pop():
+            found.append(statement)
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(statement, name, None)
+                if block:
+                    pending.append(block)
+            for clause in (*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())):
+                pending.append(clause.body)
+    return found
