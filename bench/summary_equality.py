@@ -76,7 +76,7 @@ def _compare(path: Path) -> tuple[list[str], int, int, int, int]:
     for function in [None, *names]:
         whole = module_graph.summary_of(whole_module, text, None, path, depth, function)
         hollowed = module_graph._summarise(path, mtime, depth, function)
-        reduction = import_time_source(text, function)
+        reduction = import_time_source(text, function, module_graph._calls_that_act(path))
         given += len(reduction.origin) if reduction else lines
         events += len(whole.sites)
         if whole != hollowed:

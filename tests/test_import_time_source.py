@@ -231,3 +231,75 @@ def test_summaries_are_those_of_the_whole_module(tmp_path, monkeypatch, source, 
     whole = module_graph._summarise(path, mtime, 1, function)
     monkeypatch.setattr(hollowing, "enabled", True)
     assert module_graph._summarise(path, mtime, 1, function) == whole
+
+
+def _imports_only(tmp_path, source: str) -> str | None:
+    """The text a summary of importing `source` reads, as a first-party module of a project."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "helpers.py").write_text("def setup():\n    pass\n")
+    path = tmp_path / "module.py"
+    path.write_text(_dedent(source))
+    reduction = import_time_source(path.read_text(), None, module_graph._calls_that_act(path))
+    return None if reduction is None else reduction.text
+
+
+# (module, the import statements a summary reads, or None when something else may act too)
+IMPORT_ONLY_CASES = [
+    pytest.param(
+        """
+        import logging
+        import torch; import numpy as np
+        try:
+            import apex
+        except ImportError:
+            from torch import amp
+        else:
+            import fused
+        finally:
+            import atexit
+
+        log = logging.getLogger(__name__)
+
+        class Net(torch.nn.Module):
+            from torch import nn
+
+            def forward(self, x):
+                import math
+                return torch.zeros(3, device="cuda")
+        """,
+        """
+        import logging
+        import torch;
+        import numpy as np
+        import apex
+        from torch import amp
+        import fused
+        import atexit
+        from torch import nn
+        """,
+        id="imports-in-source-order-with-their-semicolons",
+    ),
+    pytest.param("import torch\nDEVICE = torch.device('cuda')\n", None, id="a-call-the-table-knows"),
+    pytest.param("import torch\nx = torch.ones(2, device=dev)\n", None, id="a-device-keyword"),
+    pytest.param("from torch.cuda import init as start\nstart()\n", None, id="an-alias-of-a-call-the-table-knows"),
+    pytest.param("from helpers import setup\nsetup()\n", None, id="a-call-into-a-first-party-module"),
+    pytest.param("import torch\ndef main():\n    pass\nmain()\n", None, id="a-call-of-its-own-function"),
+    pytest.param("import torch\nif __name__ == '__main__':\n    import numpy\n", None, id="a-main-guard"),
+]
+
+
+@pytest.mark.parametrize(("source", "expected"), IMPORT_ONLY_CASES)
+def test_imports_only(tmp_path, source: str, expected: str | None):
+    # None: the module has nothing to hollow either, and is read whole.
+    assert _imports_only(tmp_path, source) == (None if expected is None else _dedent(expected))
+
+
+@pytest.mark.parametrize(("source", "expected"), IMPORT_ONLY_CASES)
+def test_import_only_summaries_are_those_of_the_whole_module(tmp_path, monkeypatch, source, expected):
+    _imports_only(tmp_path, source)
+    path = tmp_path / "module.py"
+    mtime = path.stat().st_mtime_ns
+    monkeypatch.setattr(hollowing, "enabled", False)
+    whole = module_graph._summarise(path, mtime, 1, None)
+    monkeypatch.setattr(hollowing, "enabled", True)
+    assert module_graph._summarise(path, mtime, 1, None) == whole

@@ -16,8 +16,9 @@ or becomes `pass`. `Reduction.origin` maps the lines back to the file's.
 from __future__ import annotations
 
 import ast
+import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from gpumem_lint.fast_path import Reduction, paused_gc, split_lines
 
@@ -26,11 +27,19 @@ enabled = True
 
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
 _IMPORT = (ast.Import, ast.ImportFrom)
-_COMPOUND_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+_COMPOUND_BODIES = ("body", "handlers", "cases", "orelse", "finalbody")  # in source order
+_SEMICOLON = re.compile(r"[ \t]*;")
 
 
-def import_time_source(text: str, function: str | None = None) -> Reduction | None:
-    """What a summary of importing the module (or calling its `function`) reads; None: the whole text."""
+#: Given a module's tree, whether one of its calls may cause an event or run another module's code.
+CallsThatAct = Callable[[ast.Module], Callable[[ast.Call], bool]]
+
+
+def import_time_source(text: str, function: str | None = None, acts: CallsThatAct | None = None) -> Reduction | None:
+    """What a summary of importing the module (or calling its `function`) reads; None: the whole text.
+
+    With `acts`, an import whose code calls nothing that acts, and no function of its own,
+    causes only what its import statements do: the summary reads those alone."""
     if not enabled:
         return None
     try:
@@ -39,6 +48,9 @@ def import_time_source(text: str, function: str | None = None) -> Reduction | No
             tree = compile(text, "<import time>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    lines = split_lines(text)
+    if function is None and acts is not None and _only_imports_act(tree, acts(tree)):
+        return _imports_only(lines, tree)
     definitions = list(_definitions(tree.body, None))
     called = {function} if function is not None else _called(_import_time_nodes(tree.body))
     kept: set[int] = set()
@@ -54,11 +66,54 @@ def import_time_source(text: str, function: str | None = None) -> Reduction | No
             kept.add(id(node))
             called |= _called(node.body)
     hollow = [node for node, _ in definitions if id(node) not in kept]
-    lines = split_lines(text)
     hollow = [node for node in hollow if _own_lines(node, lines)]
     if not hollow:
         return None
     return _hollowed(lines, hollow)
+
+
+def _only_imports_act(tree: ast.Module, acts: Callable[[ast.Call], bool]) -> bool:
+    """Whether importing the module runs nothing but its import statements that can matter: no call
+    that acts, none of its own functions (or classes' `__init__`), no `__main__` guard to tell apart."""
+    nodes = list(_import_time_nodes(tree.body))
+    called = _called(nodes)
+    if any(
+        node.name in called or (node.name == "__init__" and owner in called)
+        for node, owner in _definitions(tree.body, None)
+    ):
+        return False
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Call) and acts(node):
+                return False
+            if isinstance(node, ast.Constant) and node.value == "__main__":
+                return False  # an `if __name__ == "__main__":` block runs only as a script
+    return True
+
+
+def _imports_only(lines: list[str], tree: ast.Module) -> Reduction:
+    out: list[str] = []
+    origin: list[int] = []
+    for node in _import_time_imports(tree.body):
+        line = lines[_end(node) - 1].encode()
+        semicolon = _SEMICOLON.match(line[node.end_col_offset :].decode(errors="replace"))
+        # libcst counts a statement's `;` as part of it, and so does the site's text.
+        segment = _segment(node, lines) + (semicolon.group(0) if semicolon else "")
+        out.append(segment + "\n")
+        origin.extend(range(node.lineno, node.lineno + len(split_lines(segment))))
+    return Reduction("".join(out), origin)
+
+
+def _import_time_imports(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The import statements that run at import, in source order (not those in function bodies)."""
+    for node in body:
+        if isinstance(node, _IMPORT):
+            yield node
+        elif isinstance(node, ast.ClassDef):
+            yield from _import_time_imports(node.body)
+        elif not isinstance(node, _FUNCTION):
+            for block in _blocks(node):
+                yield from _import_time_imports(block)
 
 
 def _definitions(body: list[ast.stmt], owner: str | None) -> Iterator[tuple[ast.stmt, str | None]]:

@@ -10,7 +10,9 @@ order, with its own file and line — is cached per process and per file version
 
 from __future__ import annotations
 
+import ast
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -18,9 +20,10 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from gpumem_lint.semantic.import_time_source import import_time_source
+from gpumem_lint.knowledge.lockin import lockin_table
+from gpumem_lint.semantic.import_time_source import CallsThatAct, import_time_source
 from gpumem_lint.semantic.imports import dotted_name
-from gpumem_lint.semantic.statement_lines import StatementLines, statement_lines
+from gpumem_lint.semantic.statement_lines import StatementLines, ast_statements, statement_lines
 
 #: How many imports deep first-party modules are followed (the linted file's imports are depth 1).
 MAX_IMPORT_DEPTH = 3
@@ -234,13 +237,73 @@ def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Sum
         if len(data) > _MAX_BYTES:
             return None
         text = decode_source(data)
-        reduced = import_time_source(text, function)
+        reduced = import_time_source(text, function, _calls_that_act(path))
         if reduced is not None:
             text = reduced.text
         module = cst.parse_module(text)
     except (OSError, cst.ParserSyntaxError, RecursionError, MemoryError, UnicodeDecodeError, SyntaxError, LookupError):
         return None
     return summary_of(module, text, reduced.origin if reduced else None, path, depth, function)
+
+
+def _calls_that_act(path: Path) -> CallsThatAct:
+    """For the module at `path`: whether a call may cause an event (its name, or the keyword that
+    places it on a device, is one the lock-in table knows) or run a first-party module's function.
+    Names are compared as written and as imported (`init` for `from torch.cuda import init as i`)."""
+    words, keywords = _event_words()
+    root = project_root(path.parent)
+
+    def factory(tree: ast.Module) -> Callable[[ast.Call], bool]:
+        originals: dict[str, set[str]] = {}
+        first_party: set[str] = set()
+        for node in ast_statements(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    local = alias.asname or alias.name.split(".", 1)[0]
+                    originals.setdefault(local, set()).add(alias.name.rsplit(".", 1)[-1])
+                    if _resolve_modules((alias.name,), path, root):
+                        first_party.add(local)
+            elif isinstance(node, ast.ImportFrom):
+                names = tuple(alias.name for alias in node.names if alias.name != "*")
+                resolved = _resolve_from(node.module or "", node.level, names, path, root)
+                for alias in node.names:
+                    local = alias.asname or alias.name
+                    originals.setdefault(local, set()).add(alias.name)
+                    if resolved:
+                        first_party.add(local)
+
+        def acts(call: ast.Call) -> bool:
+            if any(keyword.arg in keywords for keyword in call.keywords):
+                return True
+            func = call.func
+            if isinstance(func, ast.Attribute):
+                if func.attr in words:
+                    return True
+                while isinstance(func, ast.Attribute):
+                    func = func.value
+                return isinstance(func, ast.Name) and func.id in first_party
+            if isinstance(func, ast.Name):
+                return func.id in first_party or bool(({func.id} | originals.get(func.id, set())) & words)
+            return False
+
+        return acts
+
+    return factory
+
+
+@lru_cache(maxsize=1)
+def _event_words() -> tuple[frozenset[str], frozenset[str]]:
+    """The last part of every call and method name the lock-in table classifies, and its device keywords."""
+    table = lockin_table()
+    words = {name.rsplit(".", 1)[-1] for name in (*table.launch_calls, *table.launch_methods)}
+    keywords: set[str] = set()
+    for event in table.events.values():
+        names = (*event.calls, *event.cuda_argument_calls, *event.calls_with_keyword, *event.methods)
+        words.update(name.rsplit(".", 1)[-1] for name in (*names, *event.device_methods))
+        keywords.update(event.literal_device_keywords, event.calls_with_keyword.values())
+        if event.device_keyword:
+            keywords.add(event.device_keyword)
+    return frozenset(words), frozenset(keywords)
 
 
 def summary_of(

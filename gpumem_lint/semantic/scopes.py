@@ -81,7 +81,7 @@ class ScopeCollector(Walker):
         owner = self._classes[-1] if self._direct_method(node) else None
         scope = Scope(
             node,
-            tuple(node.body.body) if isinstance(node.body, cst.IndentedBlock) else tuple(node.body.body),
+            tuple(node.body.body),
             node.name.value,
             owner.name if owner else None,
             _parameters(node, is_method=owner is not None, imports=self.imports),

@@ -55,7 +55,7 @@ def statement_lines(module: cst.Module, text: str) -> StatementLines | None:
             tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    lines = sorted((node.lineno, node.col_offset) for node in _ast_statements(tree))
+    lines = sorted((node.lineno, node.col_offset) for node in ast_statements(tree))
     statements: list[cst.CSTNode] = []
 
     def visit(node: cst.CSTNode) -> None:
@@ -87,7 +87,7 @@ def _own_parts(statement: cst.CSTNode) -> list[cst.CSTNode]:
     return parts
 
 
-def _ast_statements(tree: ast.Module) -> list[ast.stmt]:
+def ast_statements(tree: ast.Module) -> list[ast.stmt]:
     """Every statement of CPython's tree; expressions are never entered (they hold none)."""
     found: list[ast.stmt] = []
     pending: list[list[ast.stmt]] = [tree.body]
