@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import tempfile
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -21,6 +22,7 @@ from gpumem_lint.diagnostics import Diagnostic, Position
 from gpumem_lint.engine import decode_source, lint_bytes, lint_path
 from gpumem_lint.fixes import fix_allowed
 from gpumem_lint.rules import RULES_BY_CODE, InternalError
+from gpumem_lint.semantic.module_graph import share_summaries
 
 #: Below this many files a process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 16
@@ -97,7 +99,10 @@ def lint_jobs(
         outcomes = map(_run_job, work)
         _collect(pending, outcomes, results, cache, on_file_done)
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with (
+            tempfile.TemporaryDirectory(prefix="gpumem-lint-") as shared,
+            ProcessPoolExecutor(max_workers=workers, initializer=share_summaries, initargs=(Path(shared),)) as pool,
+        ):
             _collect(pending, pool.map(_run_job, work, chunksize=_CHUNK_SIZE), results, cache, on_file_done)
     if cache:
         cache.save()

@@ -11,7 +11,9 @@ order, with its own file and line — is cached per process and per file version
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -218,13 +220,43 @@ _IN_PROGRESS: set[Path] = set()
 @lru_cache(maxsize=512)
 def _summary(path: Path, mtime: int, depth: int) -> _Summary | None:
     """What importing `path` causes; None when it cannot be read or parsed, or is being summarised (a cycle)."""
-    return _summarise(path, mtime, depth, None)
+    return _shared_summary(path, mtime, depth, None)
 
 
 @lru_cache(maxsize=1024)
 def _function_summary(path: Path, mtime: int, depth: int, function: str) -> _Summary | None:
     """What calling `function` of the module at `path` causes (its import-time events excluded)."""
-    return _summarise(path, mtime, depth, function)
+    return _shared_summary(path, mtime, depth, function)
+
+
+#: A directory where the worker processes of one run share the summaries they compute: the
+#: modules a project's files import are mostly the same, and each would summarise them again.
+_shared: Path | None = None
+
+
+def share_summaries(directory: Path | None) -> None:
+    """Use `directory` (which lives as long as the run) to share summaries with the run's other processes."""
+    global _shared
+    _shared = directory
+
+
+def _shared_summary(path: Path, mtime: int, depth: int, function: str | None) -> _Summary | None:
+    if _shared is None:
+        return _summarise(path, mtime, depth, function)
+    entry = _shared / hashlib.sha1(f"{path}\0{mtime}\0{depth}\0{function}".encode()).hexdigest()
+    try:
+        return pickle.loads(entry.read_bytes())
+    except (OSError, EOFError, pickle.UnpicklingError):
+        pass  # not there (yet): another process may be computing it as well
+    summary = _summarise(path, mtime, depth, function)
+    if summary is not None:
+        partial = entry.with_name(f"{entry.name}.{os.getpid()}")
+        try:
+            partial.write_bytes(pickle.dumps(summary))
+            os.replace(partial, entry)  # readers see a whole entry or none
+        except OSError:
+            pass  # sharing is an optimisation: the summary stands
+    return summary
 
 
 def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Summary | None:
