@@ -8,6 +8,7 @@ import pytest
 from gpumem_lint.rules._env_lockin import ENV_WRITE
 from gpumem_lint.rules._private_cuda import BINDING_MODULE
 from gpumem_lint.semantic.datasets import WORKER_LOADER
+from gpumem_lint.semantic.processes import PROCESS_CROSSING
 
 
 @pytest.mark.parametrize(
@@ -91,3 +92,36 @@ def test_every_loader_that_starts_workers_passes(source):
 )
 def test_loaders_without_workers_do_not(source):
     assert not WORKER_LOADER.search(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "p = mp.Process(target=work, args=(t,))",
+        "from multiprocessing import Process as Worker",
+        "q = torch.multiprocessing.SimpleQueue()",
+        "parent, child = Pipe()",
+        "with mp.get_context('spawn').Pool(4) as pool:",
+        "with ProcessPoolExecutor() as executor:",
+        "from torch.multiprocessing import spawn as launch",
+        "torch.multiprocessing.start_processes(run, nprocs=2, start_method='fork')",
+        "def worker(q):\n    q.put(result)",
+        "def worker(conn):\n    conn.send(t)",
+    ],
+)
+def test_every_crossing_passes(source):
+    assert PROCESS_CROSSING.search(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch.multiprocessing as mp",
+        "torch.multiprocessing.set_sharing_strategy('file_system')",
+        "workers = mp.cpu_count()",
+        "group: ProcessGroup = dist.new_group()",
+        "queue_size = 4  # sent later",
+    ],
+)
+def test_files_that_only_mention_multiprocessing_do_not(source):
+    assert not PROCESS_CROSSING.search(source)

@@ -9,7 +9,7 @@ from gpumem_lint.rules._boundaries import (
 )
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.processes import Crossing
+from gpumem_lint.semantic.processes import PROCESS_CROSSING, Crossing
 from gpumem_lint.semantic.values import AliasKind, Write
 
 
@@ -68,6 +68,7 @@ class WriteAfterSend(Rule):
     summary = "In-place write to a tensor another process received and may still read"
     fix_title = "Send a copy (`q.put(t.clone())`), or wait for the receiver (`p.join()`, `.get()`) before writing"
     triggers = ("multiprocessing", "ProcessPoolExecutor")
+    file_trigger = PROCESS_CROSSING
     VALID = (
         """
 import torch

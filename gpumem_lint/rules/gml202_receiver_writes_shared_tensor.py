@@ -8,6 +8,7 @@ from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import Receiver
 from gpumem_lint.semantic.devices import moved_to_cuda
+from gpumem_lint.semantic.processes import PROCESS_CROSSING
 from gpumem_lint.semantic.values import Write
 
 #: Writes that train a received model (`optimizer.step()`, `train_one_epoch(model)`).
@@ -77,6 +78,7 @@ class ReceiverWritesSharedTensor(Rule):
     summary = "A child process writes in place a tensor its parent handed over"
     fix_title = "Copy first in the child (`data = [t.clone() for t in data]`), or share on purpose with `share_memory_()` and a lock"
     triggers = ("multiprocessing", "ProcessPoolExecutor")
+    file_trigger = PROCESS_CROSSING
     VALID = (
         """
 import torch

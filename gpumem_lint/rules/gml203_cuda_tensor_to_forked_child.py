@@ -9,6 +9,7 @@ from gpumem_lint.rules._boundaries import (
     start_method_text,
 )
 from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.processes import PROCESS_CROSSING
 
 #: Crossings that start processes, and so may fork (`start_processes(..., start_method="fork")` too).
 _FORKING = ("process", "spawn", "pool", "executor")
@@ -62,6 +63,7 @@ class CudaTensorToForkedChild(Rule):
     summary = "CUDA tensor handed to a child started with fork"
     fix_title = 'Start the child with spawn (`mp.get_context("spawn")`), or send CPU tensors and move them in the child'
     triggers = ("multiprocessing", "ProcessPoolExecutor")
+    file_trigger = PROCESS_CROSSING
     VALID = (
         """
 import torch

@@ -14,6 +14,7 @@ from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import ProcessModel
 from gpumem_lint.semantic.devices import CudaUses
 from gpumem_lint.semantic.flow import ScopeFacts
+from gpumem_lint.semantic.processes import PROCESS_CROSSING
 from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS
 
 #: How many same-module calls deep the child's function is searched for CUDA use.
@@ -78,6 +79,7 @@ class ForkAfterCudaInit(Rule):
     summary = "A forked child uses CUDA after the parent initialised it"
     fix_title = 'Start CUDA-using children with spawn (`mp.get_context("spawn")`), or keep CUDA out of the parent until they are started'
     triggers = ("multiprocessing", "ProcessPoolExecutor")
+    file_trigger = PROCESS_CROSSING
     VALID = (
         """
 import torch

@@ -8,7 +8,7 @@ from gpumem_lint.rules._boundaries import CudaEvidence, crossing_text, process_m
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import ProcessModel
 from gpumem_lint.semantic.flow import ScopeFacts
-from gpumem_lint.semantic.processes import Crossing, process_table
+from gpumem_lint.semantic.processes import PROCESS_CROSSING, Crossing, process_table
 
 
 class SenderExitsBeforeReceiver(Rule):
@@ -68,6 +68,7 @@ class SenderExitsBeforeReceiver(Rule):
         "Keep the sending process alive until the receiver signals (`done.wait()`), or send a copy as plain data"
     )
     triggers = ("multiprocessing",)
+    file_trigger = PROCESS_CROSSING
     VALID = (
         """
 import torch

@@ -6,6 +6,7 @@ from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._boundaries import crossing_text, process_model, start_method_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.processes import PROCESS_CROSSING
 from gpumem_lint.semantic.walk import Walker
 
 _STARTS_PROCESSES = ("process", "spawn", "pool", "executor")
@@ -59,6 +60,7 @@ class UnguardedProcessStart(Rule):
     summary = "Processes started by top-level code that spawn children re-run on import"
     fix_title = 'Start the processes under `if __name__ == "__main__":`'
     triggers = ("multiprocessing", "ProcessPoolExecutor")
+    file_trigger = PROCESS_CROSSING
     VALID = (
         """
 import torch.multiprocessing as mp

@@ -84,6 +84,19 @@ def process_table() -> ProcessTable:
     )
 
 
+def crossing_words(table: ProcessTable) -> re.Pattern[str]:
+    """What the source of a file that hands anything to another process shows: the last part of a
+    constructor, context method or spawner name (an alias is imported under it), or a send method
+    (`q.put(x)` on a parameter named like a queue). A file without one has no crossing."""
+    words = {name.rsplit(".", 1)[-1] for name in (*table.constructors, *table.spawners)}
+    words |= table.context_methods | {method for methods in table.send_methods.values() for method in methods}
+    return re.compile(r"\b(?:" + "|".join(sorted(words)) + r")\b")
+
+
+#: A file pre-filter for the rules that need a crossing (`Rule.file_trigger`).
+PROCESS_CROSSING = crossing_words(process_table())
+
+
 @dataclass(eq=False)
 class Crossing:
     """One call that hands objects to another process."""
