@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 from collections.abc import Callable, Iterator
 
-from gpumem_lint.fast_path import Reduction, paused_gc, split_lines
+from gpumem_lint.fast_path import Reduction, cpython_tree, split_lines
 
 #: Off: summaries read whole modules (bench/summary_equality.py compares the two).
 enabled = True
@@ -42,11 +41,8 @@ def import_time_source(text: str, function: str | None = None, acts: CallsThatAc
     causes only what its import statements do: the summary reads those alone."""
     if not enabled:
         return None
-    try:
-        with warnings.catch_warnings(), paused_gc():  # CPython's SyntaxWarnings are not ours to print
-            warnings.simplefilter("ignore")
-            tree = compile(text, "<import time>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = cpython_tree(text)
+    if tree is None:
         return None
     lines = split_lines(text)
     if function is None and acts is not None and _only_imports_act(tree, acts(tree)):
