@@ -76,7 +76,8 @@ def _compare(path: Path) -> tuple[list[str], int, int, int, int]:
     for function in [None, *names]:
         whole = module_graph.summary_of(whole_module, text, None, path, depth, function)
         hollowed = module_graph._summarise(path, mtime, depth, function)
-        reduction = import_time_source(text, function, module_graph._calls_that_act(path))
+        acts = module_graph._calls_that_act(tree, path) if function is None else None
+        reduction = import_time_source(text, tree, function, acts)
         given += len(reduction.origin) if reduction else lines
         events += len(whole.sites)
         if whole != hollowed:

@@ -39,20 +39,7 @@ class FileContext:
         graph = ModuleGraph(source.resolve()) if source.is_file() else None
         if graph is not None:
             graph.dependencies = self.dependencies  # filled as the order is built
-        return ProgramOrder(self.module, self.path, self._site_line, graph, graph.source if graph else None)
-
-    def _site_line(self, node: cst.CSTNode) -> int:
-        """A site's line for program order. The line of a statement (an import that runs another
-        module, most often) comes from CPython's tree, without resolving every position of the file."""
-        if isinstance(node, cst.BaseSmallStatement) and self._statement_lines is not None:
-            line = self._statement_lines.line(node)
-            if line is not None:
-                return line
-        return self.line(node)
-
-    @cached_property
-    def _statement_lines(self) -> StatementLines | None:
-        return statement_lines(self.module, self.text) if self.origin is None else None
+        return ProgramOrder(self.module, self.path, self.line, graph, graph.source if graph else None)
 
     @cached_property
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
@@ -62,7 +49,17 @@ class FileContext:
         return resolved if self.origin is None else _Relocated(resolved, self.origin)
 
     def line(self, node: cst.CSTNode) -> int:
+        """The node's first line. A statement's (an import program order names, a write) comes from
+        CPython's tree while positions are not resolved: most files never need them."""
+        if "positions" not in self.__dict__ and isinstance(node, cst.BaseSmallStatement):
+            line = self._statement_lines.line(node) if self._statement_lines is not None else None
+            if line is not None:
+                return line
         return self.positions[node].start.line
+
+    @cached_property
+    def _statement_lines(self) -> StatementLines | None:
+        return statement_lines(self.module, self.text) if self.origin is None else None
 
     def code(self, node: cst.CSTNode) -> str:
         """The source of a node, on one line, for messages."""

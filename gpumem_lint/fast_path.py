@@ -50,8 +50,8 @@ _UNUSUAL_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _DEF_NAME = re.compile(r"\bdef\s+(\w+)")
 _WORD_BEFORE = re.compile(r"(\w+)\s*\Z")
 _WORD_AFTER = re.compile(r"\s*(\w+)")
-_STATEMENT_LISTS = ("body", "orelse", "finalbody")
-_TRY = tuple(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name))  # TryStar: 3.11+
+#: Where a statement holds statements, in source order (`handlers` and `cases` hold clauses with a body).
+_BLOCKS = ("body", "handlers", "cases", "orelse", "finalbody")
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
 _IMPORT = (ast.Import, ast.ImportFrom)
 
@@ -80,6 +80,27 @@ def cpython_tree(text: str) -> ast.Module | None:
         return None
 
 
+def ast_blocks(statement: ast.AST) -> Iterator[list[ast.stmt]]:
+    """The blocks of statements a statement of CPython's tree holds, in source order."""
+    for name in _BLOCKS:
+        block = getattr(statement, name, None)
+        if block and name in ("handlers", "cases"):
+            yield from (clause.body for clause in block)
+        elif block:
+            yield block
+
+
+def ast_statements(tree: ast.Module) -> list[ast.stmt]:
+    """Every statement of CPython's tree; expressions are never entered (they hold none)."""
+    found: list[ast.stmt] = []
+    pending: list[list[ast.stmt]] = [tree.body]
+    while pending:
+        for statement in pending.pop():
+            found.append(statement)
+            pending.extend(ast_blocks(statement))
+    return found
+
+
 class AllOf:
     """A scope trigger that needs every one of its patterns in the same scope."""
 
@@ -92,21 +113,7 @@ class Stores:
     target) or augment a target (`x += y`), found in CPython's tree rather than in the text."""
 
     def lines(self, tree: ast.Module) -> set[int]:
-        found: set[int] = set()
-        pending: list[ast.AST] = [tree]
-        while pending:
-            node = pending.pop()
-            for field_name in _STATEMENT_LISTS:
-                body = getattr(node, field_name, None)
-                if body:
-                    pending.extend(body)
-            if isinstance(node, ast.Match):
-                pending.extend(node.cases)
-            elif isinstance(node, _TRY):
-                pending.extend(node.handlers)
-            if _stores(node):
-                found.add(node.lineno)
-        return found
+        return {node.lineno for node in ast_statements(tree) if _stores(node)}
 
 
 STORES = Stores()

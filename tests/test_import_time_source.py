@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 
+from gpumem_lint.fast_path import cpython_tree
 from gpumem_lint.semantic import import_time_source as hollowing
 from gpumem_lint.semantic import module_graph
 from gpumem_lint.semantic.import_time_source import import_time_source
@@ -194,7 +195,7 @@ CASES = [
 
 @pytest.mark.parametrize(("source", "function", "expected"), CASES)
 def test_hollowed_text(source: str, function: str | None, expected: str | None):
-    reduction = import_time_source(_dedent(source), function)
+    reduction = import_time_source(_dedent(source), cpython_tree(_dedent(source)), function)
     if expected is None:
         assert reduction is None
     else:
@@ -214,7 +215,7 @@ def test_origin_maps_lines_back():
         torch.cuda.init()
         """
     )
-    reduction = import_time_source(source)
+    reduction = import_time_source(source, cpython_tree(source))
     assert reduction is not None
     lines = reduction.text.splitlines()
     assert lines[lines.index("torch.cuda.init()")] == "torch.cuda.init()"
@@ -239,7 +240,9 @@ def _imports_only(tmp_path, source: str) -> str | None:
     (tmp_path / "helpers.py").write_text("def setup():\n    pass\n")
     path = tmp_path / "module.py"
     path.write_text(_dedent(source))
-    reduction = import_time_source(path.read_text(), None, module_graph._calls_that_act(path))
+    text = path.read_text()
+    tree = cpython_tree(text)
+    reduction = import_time_source(text, tree, None, module_graph._calls_that_act(tree, path))
     return None if reduction is None else reduction.text
 
 

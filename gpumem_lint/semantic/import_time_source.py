@@ -19,36 +19,31 @@ import ast
 import re
 from collections.abc import Callable, Iterator
 
-from gpumem_lint.fast_path import Reduction, cpython_tree, split_lines
+from gpumem_lint.fast_path import Reduction, ast_blocks, split_lines
 
 #: Off: summaries read whole modules (bench/summary_equality.py compares the two).
 enabled = True
 
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
 _IMPORT = (ast.Import, ast.ImportFrom)
-_COMPOUND_BODIES = ("body", "handlers", "cases", "orelse", "finalbody")  # in source order
 _SEMICOLON = re.compile(r"[ \t]*;")
 
 
-#: Given a module's tree, whether one of its calls may cause an event or run another module's code.
-CallsThatAct = Callable[[ast.Module], Callable[[ast.Call], bool]]
-
-
-def import_time_source(text: str, function: str | None = None, acts: CallsThatAct | None = None) -> Reduction | None:
+def import_time_source(
+    text: str, tree: ast.Module | None, function: str | None = None, acts: Callable[[ast.Call], bool] | None = None
+) -> Reduction | None:
     """What a summary of importing the module (or calling its `function`) reads; None: the whole text.
+    `tree` is CPython's tree of `text` (None when CPython rejects it).
 
-    With `acts`, an import whose code calls nothing that acts, and no function of its own,
-    causes only what its import statements do: the summary reads those alone."""
-    if not enabled:
-        return None
-    tree = cpython_tree(text)
-    if tree is None:
+    With `acts` (whether a call may cause an event or run another module's code), an import whose
+    code calls nothing that acts, and no function of its own, causes only what its import
+    statements do: the summary reads those alone."""
+    if not enabled or tree is None:
         return None
     lines = split_lines(text)
-    if function is None and acts is not None and _only_imports_act(tree, acts(tree)):
-        return _imports_only(lines, tree)
     definitions = list(_definitions(tree.body, None))
-    called = {function} if function is not None else _called(_import_time_nodes(tree.body))
+    nodes = [] if function is not None else list(_import_time_nodes(tree.body))
+    called = {function} if function is not None else _called(nodes)
     kept: set[int] = set()
     while True:
         reached = [
@@ -61,30 +56,24 @@ def import_time_source(text: str, function: str | None = None, acts: CallsThatAc
         for node, _ in reached:
             kept.add(id(node))
             called |= _called(node.body)
-    hollow = [node for node, _ in definitions if id(node) not in kept]
-    hollow = [node for node in hollow if _own_lines(node, lines)]
+    if function is None and acts is not None and not kept and not _anything_acts(nodes, acts):
+        return _imports_only(lines, tree)
+    hollow = [node for node, _ in definitions if id(node) not in kept and _own_lines(node, lines)]
     if not hollow:
         return None
     return _hollowed(lines, hollow)
 
 
-def _only_imports_act(tree: ast.Module, acts: Callable[[ast.Call], bool]) -> bool:
-    """Whether importing the module runs nothing but its import statements that can matter: no call
-    that acts, none of its own functions (or classes' `__init__`), no `__main__` guard to tell apart."""
-    nodes = list(_import_time_nodes(tree.body))
-    called = _called(nodes)
-    if any(
-        node.name in called or (node.name == "__init__" and owner in called)
-        for node, owner in _definitions(tree.body, None)
-    ):
-        return False
+def _anything_acts(nodes: list[ast.AST], acts: Callable[[ast.Call], bool]) -> bool:
+    """Whether import-time code calls something that acts, or has a `__main__` guard (whose block
+    runs only when the module is a script: its imports are not all the import's)."""
     for root in nodes:
         for node in ast.walk(root):
-            if isinstance(node, ast.Call) and acts(node):
-                return False
-            if isinstance(node, ast.Constant) and node.value == "__main__":
-                return False  # an `if __name__ == "__main__":` block runs only as a script
-    return True
+            if (isinstance(node, ast.Call) and acts(node)) or (
+                isinstance(node, ast.Constant) and node.value == "__main__"
+            ):
+                return True
+    return False
 
 
 def _imports_only(lines: list[str], tree: ast.Module) -> Reduction:
@@ -105,10 +94,8 @@ def _import_time_imports(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     for node in body:
         if isinstance(node, _IMPORT):
             yield node
-        elif isinstance(node, ast.ClassDef):
-            yield from _import_time_imports(node.body)
         elif not isinstance(node, _FUNCTION):
-            for block in _blocks(node):
+            for block in ast_blocks(node):
                 yield from _import_time_imports(block)
 
 
@@ -117,22 +104,9 @@ def _definitions(body: list[ast.stmt], owner: str | None) -> Iterator[tuple[ast.
     for node in body:
         if isinstance(node, _FUNCTION):
             yield node, owner
-        elif isinstance(node, ast.ClassDef):
-            yield from _definitions(node.body, node.name)
         else:
-            for block in _blocks(node):
-                yield from _definitions(block, owner)
-
-
-def _blocks(node: ast.AST) -> Iterator[list]:
-    for name in _COMPOUND_BODIES:
-        block = getattr(node, name, None)
-        if block:
-            if name in ("handlers", "cases"):
-                for clause in block:
-                    yield clause.body
-            else:
-                yield block
+            for block in ast_blocks(node):
+                yield from _definitions(block, node.name if isinstance(node, ast.ClassDef) else owner)
 
 
 def _import_time_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
@@ -147,7 +121,7 @@ def _import_time_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
             yield from (*node.decorator_list, *node.bases, *node.keywords)
             yield from _import_time_nodes(node.body)
         else:
-            yield from _import_time_nodes([child for block in _blocks(node) for child in block])
+            yield from _import_time_nodes([child for block in ast_blocks(node) for child in block])
             yield from (child for child in ast.iter_child_nodes(node) if not isinstance(child, (ast.stmt, *_CLAUSES)))
 
 

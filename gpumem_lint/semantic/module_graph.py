@@ -22,10 +22,11 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from gpumem_lint.fast_path import ast_statements, cpython_tree
 from gpumem_lint.knowledge.lockin import lockin_table
-from gpumem_lint.semantic.import_time_source import CallsThatAct, import_time_source
+from gpumem_lint.semantic.import_time_source import import_time_source
 from gpumem_lint.semantic.imports import dotted_name
-from gpumem_lint.semantic.statement_lines import StatementLines, ast_statements, statement_lines
+from gpumem_lint.semantic.statement_lines import StatementLines, statement_lines
 
 #: How many imports deep first-party modules are followed (the linted file's imports are depth 1).
 MAX_IMPORT_DEPTH = 3
@@ -269,7 +270,9 @@ def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Sum
         if len(data) > _MAX_BYTES:
             return None
         text = decode_source(data)
-        reduced = import_time_source(text, function, _calls_that_act(path))
+        tree = cpython_tree(text)
+        acts = _calls_that_act(tree, path) if function is None and tree is not None else None
+        reduced = import_time_source(text, tree, function, acts)
         if reduced is not None:
             text = reduced.text
         module = cst.parse_module(text)
@@ -278,49 +281,45 @@ def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Sum
     return summary_of(module, text, reduced.origin if reduced else None, path, depth, function)
 
 
-def _calls_that_act(path: Path) -> CallsThatAct:
+def _calls_that_act(tree: ast.Module, path: Path) -> Callable[[ast.Call], bool]:
     """For the module at `path`: whether a call may cause an event (its name, or the keyword that
     places it on a device, is one the lock-in table knows) or run a first-party module's function.
     Names are compared as written and as imported (`init` for `from torch.cuda import init as i`)."""
     words, keywords = _event_words()
     root = project_root(path.parent)
+    originals: dict[str, set[str]] = {}
+    first_party: set[str] = set()
+    for node in ast_statements(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".", 1)[0]
+                originals.setdefault(local, set()).add(alias.name.rsplit(".", 1)[-1])
+                if _resolve_modules((alias.name,), path, root):
+                    first_party.add(local)
+        elif isinstance(node, ast.ImportFrom):
+            names = tuple(alias.name for alias in node.names if alias.name != "*")
+            resolved = _resolve_from(node.module or "", node.level, names, path, root)
+            for alias in node.names:
+                local = alias.asname or alias.name
+                originals.setdefault(local, set()).add(alias.name)
+                if resolved:
+                    first_party.add(local)
 
-    def factory(tree: ast.Module) -> Callable[[ast.Call], bool]:
-        originals: dict[str, set[str]] = {}
-        first_party: set[str] = set()
-        for node in ast_statements(tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    local = alias.asname or alias.name.split(".", 1)[0]
-                    originals.setdefault(local, set()).add(alias.name.rsplit(".", 1)[-1])
-                    if _resolve_modules((alias.name,), path, root):
-                        first_party.add(local)
-            elif isinstance(node, ast.ImportFrom):
-                names = tuple(alias.name for alias in node.names if alias.name != "*")
-                resolved = _resolve_from(node.module or "", node.level, names, path, root)
-                for alias in node.names:
-                    local = alias.asname or alias.name
-                    originals.setdefault(local, set()).add(alias.name)
-                    if resolved:
-                        first_party.add(local)
-
-        def acts(call: ast.Call) -> bool:
-            if any(keyword.arg in keywords for keyword in call.keywords):
+    def acts(call: ast.Call) -> bool:
+        if any(keyword.arg in keywords for keyword in call.keywords):
+            return True
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in words:
                 return True
-            func = call.func
-            if isinstance(func, ast.Attribute):
-                if func.attr in words:
-                    return True
-                while isinstance(func, ast.Attribute):
-                    func = func.value
-                return isinstance(func, ast.Name) and func.id in first_party
-            if isinstance(func, ast.Name):
-                return func.id in first_party or bool(({func.id} | originals.get(func.id, set())) & words)
-            return False
+            while isinstance(func, ast.Attribute):
+                func = func.value
+            return isinstance(func, ast.Name) and func.id in first_party
+        if isinstance(func, ast.Name):
+            return func.id in first_party or bool(({func.id} | originals.get(func.id, set())) & words)
+        return False
 
-        return acts
-
-    return factory
+    return acts
 
 
 @lru_cache(maxsize=1)

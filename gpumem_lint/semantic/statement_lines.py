@@ -11,11 +11,9 @@ PositionProvider.
 
 from __future__ import annotations
 
-import ast
-import warnings
-
 import libcst as cst
 
+from gpumem_lint.fast_path import ast_statements, cpython_tree
 from gpumem_lint.semantic.walk import child_nodes
 
 _STATEMENT = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
@@ -49,11 +47,8 @@ class StatementLines:
 
 def statement_lines(module: cst.Module, text: str) -> StatementLines | None:
     """Lines for the nodes of `module`, or None when its statements do not pair up with CPython's."""
-    try:
-        with warnings.catch_warnings():  # CPython's SyntaxWarnings are not ours to print
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = cpython_tree(text)
+    if tree is None:
         return None
     lines = sorted((node.lineno, node.col_offset) for node in ast_statements(tree))
     statements: list[cst.CSTNode] = []
@@ -85,19 +80,3 @@ def _own_parts(statement: cst.CSTNode) -> list[cst.CSTNode]:
         parts.append(node)
         stack.extend(child_nodes(node))
     return parts
-
-
-def ast_statements(tree: ast.Module) -> list[ast.stmt]:
-    """Every statement of CPython's tree; expressions are never entered (they hold none)."""
-    found: list[ast.stmt] = []
-    pending: list[list[ast.stmt]] = [tree.body]
-    while pending:
-        for statement in pending.pop():
-            found.append(statement)
-            for name in ("body", "orelse", "finalbody"):
-                block = getattr(statement, name, None)
-                if block:
-                    pending.append(block)
-            for clause in (*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())):
-                pending.append(clause.body)
-    return found
