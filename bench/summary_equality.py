@@ -62,10 +62,8 @@ def _compare(path: Path) -> tuple[list[str], int, int, int, int]:
         text = decode_source(path.read_bytes())
         tree = ast.parse(text)
         whole_module = libcst.parse_module(text)
-    except (OSError, SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError, MemoryError):
-        return [], 0, 0, 0, 0
-    except libcst.ParserSyntaxError:
-        return [], 0, 0, 0, 0
+    except (OSError, SyntaxError, ValueError, LookupError, RecursionError, MemoryError, libcst.ParserSyntaxError):
+        return [], 0, 0, 0, 0  # (UnicodeDecodeError is a ValueError)
     names = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     mtime = path.stat().st_mtime_ns
     lines = text.count("\n") + 1

@@ -10,7 +10,8 @@ and then by what those bodies call, until nothing new is reached. A name called 
 counts, whatever it is called on, which keeps more than program order follows, never less.
 
 A hollowed body keeps its import statements, in order (the import table is module-wide),
-or becomes `pass`. `Reduction.origin` maps the lines back to the file's.
+or becomes `pass`. When nothing is kept and no import-time call can act (the caller says which
+can), the import statements alone are read. `Reduction.origin` maps the lines back to the file's.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ to the importing file's directory (Python puts a script's directory on `sys.path
 (relative imports), and the project root (the nearest directory above with pyproject.toml,
 setup.py or .git, and its `src/`). Only files inside the project root are followed, at most
 `MAX_IMPORT_DEPTH` imports deep. Each module's summary — the events it causes at import time, in
-order, with its own file and line — is cached per process and per file version.
+order, with its own file and line — is cached per process and per file version, and shared
+with the other processes of a run (`share_summaries`). A summary reads only what the import can
+run (`import_time_source.py`).
 """
 
 from __future__ import annotations
