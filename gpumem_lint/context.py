@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any, TypeVar
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
@@ -14,6 +15,8 @@ from gpumem_lint.semantic.model import SemanticModel
 from gpumem_lint.semantic.module_graph import ModuleGraph
 from gpumem_lint.semantic.program_order import ProgramOrder
 from gpumem_lint.semantic.statement_lines import StatementLines, statement_lines
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -25,6 +28,14 @@ class FileContext:
     dependencies: set[Path] = field(default_factory=set)
     #: When `module` holds only part of `text`: origin[i] is the file's line of the module's line i + 1.
     origin: list[int] | None = None
+    _shared: dict[Callable[[Any], Any], Any] = field(default_factory=dict, repr=False)
+
+    def shared(self, derive: Callable[[FileContext], T]) -> T:
+        """What `derive` finds in this file (it must depend on the file alone), derived once for
+        every rule that asks: several rules read the same environment writes or Dataset classes."""
+        if derive not in self._shared:
+            self._shared[derive] = derive(self)
+        return self._shared[derive]
 
     @cached_property
     def semantic(self) -> SemanticModel:

@@ -10,6 +10,7 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.semantic.boundaries import ProcessModel, StartMethod
+from gpumem_lint.semantic.datasets import Datasets, datasets
 from gpumem_lint.semantic.devices import cuda_names, made_on_cuda, moved_to_cuda
 from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.imports import dotted_name
@@ -19,7 +20,31 @@ from gpumem_lint.target import find_target
 
 
 def process_model(ctx: FileContext) -> ProcessModel:
+    """The module's process model, shared by the rules of the file."""
+    return ctx.shared(_process_model)
+
+
+def _process_model(ctx: FileContext) -> ProcessModel:
     return ProcessModel(ctx.semantic.facts, ctx.semantic.imports, target_version(ctx))
+
+
+def module_datasets(ctx: FileContext) -> Datasets:
+    """The module's Dataset classes and the DataLoaders that start workers over them, shared by the rules of the file."""
+    return ctx.shared(_datasets)
+
+
+def _datasets(ctx: FileContext) -> Datasets:
+    return datasets(ctx.module, ctx.semantic.imports)
+
+
+def module_cuda_names(ctx: FileContext) -> set[str]:
+    """Names assigned a CUDA device anywhere in the module (semantic/devices.py)."""
+    return cuda_evidence(ctx).names
+
+
+def cuda_evidence(ctx: FileContext) -> CudaEvidence:
+    """Which crossings hand over a CUDA tensor, shared by the rules of the file."""
+    return ctx.shared(CudaEvidence)
 
 
 def target_version(ctx: FileContext) -> tuple[int, int] | None:

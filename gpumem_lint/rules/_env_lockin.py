@@ -53,7 +53,7 @@ def late_env_writes(ctx: FileContext, code: str) -> Iterator[Report]:
     table = lockin_table()
     candidates = [
         (write, rows)
-        for write in _writes(ctx)
+        for write in ctx.shared(_writes)  # the same for each GML3xx rule
         if not _is_removal(write.node) and (rows := _applicable(table.rows_for(write.name, code), write))
     ]
     if not candidates:

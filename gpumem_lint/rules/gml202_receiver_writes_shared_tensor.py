@@ -3,7 +3,7 @@ from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
-from gpumem_lint.rules._boundaries import CudaEvidence, crossing_text, process_model
+from gpumem_lint.rules._boundaries import crossing_text, cuda_evidence, process_model
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import Receiver
@@ -153,7 +153,7 @@ def norms(tensors):
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         model = process_model(ctx)
-        evidence = CudaEvidence(ctx)
+        evidence = cuda_evidence(ctx)
         reported = set()
         for sender, crossing in model.crossings():
             if not model.pickled(crossing):

@@ -3,8 +3,8 @@ from collections.abc import Iterator
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._boundaries import (
-    CudaEvidence,
     crossing_text,
+    cuda_evidence,
     process_model,
     start_method_text,
 )
@@ -101,7 +101,7 @@ def main():
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         model = process_model(ctx)
-        on_cuda = CudaEvidence(ctx).sends_cuda
+        on_cuda = cuda_evidence(ctx).sends_cuda
         for facts, crossing in model.crossings():
             if crossing.kind in _FORKING and model.start_method(crossing).forks and on_cuda(facts, crossing):
                 method = start_method_text(model.start_method(crossing))

@@ -5,8 +5,8 @@ import libcst as cst
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._boundaries import (
-    CudaEvidence,
     crossing_text,
+    cuda_evidence,
     process_model,
     start_method_text,
 )
@@ -130,7 +130,7 @@ if __name__ == "__main__":
     def check(self, ctx: FileContext) -> Iterator[Report]:
         model = process_model(ctx)
         imports = ctx.semantic.imports
-        evidence = CudaEvidence(ctx)
+        evidence = cuda_evidence(ctx)
         reported = set()
         for sender, crossing in model.crossings():
             if crossing.kind not in _FORKING or not model.start_method(crossing).forks:

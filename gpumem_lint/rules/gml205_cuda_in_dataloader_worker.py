@@ -4,9 +4,10 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._boundaries import module_cuda_names, module_datasets
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.datasets import WORKER_LOADER, datasets, self_attribute
-from gpumem_lint.semantic.devices import CudaUses, cuda_call, cuda_names
+from gpumem_lint.semantic.datasets import WORKER_LOADER, self_attribute
+from gpumem_lint.semantic.devices import CudaUses, cuda_call
 from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS
 from gpumem_lint.semantic.walk import Walker
 
@@ -107,10 +108,10 @@ loader = DataLoader(Features(), batch_size=64, num_workers=4)
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
-        found = datasets(ctx.module, ctx.semantic.imports)
+        found = module_datasets(ctx)
         if not found.loaders:
             return
-        names = cuda_names(ctx.module, ctx.semantic.imports)
+        names = module_cuda_names(ctx)
         for cls in found.classes.values():
             loaders = found.loaders_of(cls)
             if not loaders:

@@ -5,12 +5,12 @@ import libcst as cst
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.knowledge import knowledge
+from gpumem_lint.rules._boundaries import module_datasets
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.datasets import (
     WORKER_LOADER,
     DatasetClass,
     Datasets,
-    datasets,
     self_attribute,
 )
 from gpumem_lint.semantic.imports import dotted_name
@@ -137,7 +137,7 @@ loader = DataLoader(Counting(), batch_size=8, num_workers=2)
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
-        found = datasets(ctx.module, ctx.semantic.imports)
+        found = module_datasets(ctx)
         for cls in found.classes.values():
             loaders = found.loaders_of(cls)
             if not loaders:

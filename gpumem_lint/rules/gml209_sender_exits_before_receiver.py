@@ -4,7 +4,7 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
-from gpumem_lint.rules._boundaries import CudaEvidence, crossing_text, process_model
+from gpumem_lint.rules._boundaries import crossing_text, cuda_evidence, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import ProcessModel
 from gpumem_lint.semantic.flow import ScopeFacts
@@ -127,7 +127,7 @@ if __name__ == "__main__":
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         model = process_model(ctx)
-        evidence = CudaEvidence(ctx)
+        evidence = cuda_evidence(ctx)
         reported = set()
         for facts, crossing in [*self._sends_from_children(model), *_sends_from_process_classes(ctx)]:
             if crossing in facts.processes.finished or not _sends_tensor(crossing) or id(crossing.node) in reported:

@@ -4,8 +4,9 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._boundaries import module_datasets
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.datasets import DatasetClass, Loader, datasets
+from gpumem_lint.semantic.datasets import DatasetClass, Loader
 from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.walk import Walker
 
@@ -104,7 +105,7 @@ def train(epochs):
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
-        found = datasets(ctx.module, ctx.semantic.imports)
+        found = module_datasets(ctx)
         for loader in found.loaders:
             if not loader.persistent or not loader.dataset_places:
                 continue
