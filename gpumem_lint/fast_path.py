@@ -102,7 +102,8 @@ def ast_statements(tree: ast.Module) -> list[ast.stmt]:
 
 
 class AllOf:
-    """A scope trigger that needs every one of its patterns in the same scope."""
+    """A scope trigger that needs every one of its patterns in the same scope (the rarest first:
+    the rest are not looked for in a file without it)."""
 
     def __init__(self, *patterns: re.Pattern[str]) -> None:
         self.patterns = patterns
@@ -174,7 +175,13 @@ class _Triggers:
             if isinstance(trigger, Stores):
                 touched |= trigger.lines(tree)
             elif isinstance(trigger, AllOf):
-                self.conjunctions.append([sorted(lines.touched(pattern)) for pattern in trigger.patterns])
+                conjunction = []
+                for pattern in trigger.patterns:
+                    conjunction.append(sorted(lines.touched(pattern)))
+                    if not conjunction[-1]:
+                        break  # a part found nowhere: no scope shows them all
+                else:
+                    self.conjunctions.append(conjunction)
             else:
                 touched |= lines.touched(trigger)
                 patterns.append(trigger)

@@ -8,7 +8,10 @@ Subclasses define `visit_<NodeType>` (return False to skip the children) and
 
 from __future__ import annotations
 
+import types
+from collections.abc import Sequence
 from dataclasses import fields
+from typing import Literal, Union, get_args, get_origin, get_type_hints
 
 import libcst as cst
 
@@ -37,21 +40,30 @@ _LAYOUT = (
     cst.BaseAugOp,
 )
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+#: What a field of a node type can hold: nothing to enter, always one node, a sequence of nodes,
+#: or a value to check (an optional node, or a type that layout nodes share).
+_NOTHING, _NODE, _NODES, _CHECK, _CHECK_EACH = range(5)
+_FIELDS: dict[type, tuple[tuple[str, int], ...]] = {}
+_SEQUENCES = (Sequence, list, tuple)
 _IS_LAYOUT: dict[type, bool] = {}
 
 
 def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     kind = type(node)
-    names = _FIELDS.get(kind)
-    if names is None:
-        # Whitespace fields are layout by name; checking their values would cost an
-        # abstract-class isinstance per node.
-        names = _FIELDS[kind] = tuple(f.name for f in fields(node) if "whitespace" not in f.name)
+    shapes = _FIELDS.get(kind)
+    if shapes is None:
+        shapes = _FIELDS[kind] = _shapes(kind)
     children: list[cst.CSTNode] = []
-    for name in names:
+    for name, shape in shapes:
         value = getattr(node, name)
-        if isinstance(value, (list, tuple)):
+        if shape == _NODE:
+            children.append(value)
+        elif shape == _NODES:
+            children.extend(value)
+        elif shape == _CHECK:
+            if _is_syntax(value):
+                children.append(value)
+        elif isinstance(value, (list, tuple)):
             children.extend(item for item in value if _is_syntax(item))
         elif _is_syntax(value):
             children.append(value)
@@ -64,6 +76,51 @@ def _is_syntax(value: object) -> bool:
     if layout is None:
         layout = _IS_LAYOUT[kind] = not isinstance(value, cst.CSTNode) or isinstance(value, _LAYOUT)
     return not layout
+
+
+def _shapes(kind: type) -> tuple[tuple[str, int], ...]:
+    """The fields of a node type worth reading, from its annotations: reading every field and
+    checking every value costs more than the rest of a walk."""
+    try:
+        hints = get_type_hints(kind)
+    except (NameError, TypeError, AttributeError):  # an annotation that does not resolve: check every value
+        hints = {}
+    shapes = []
+    for item in fields(kind):
+        if "whitespace" in item.name:
+            continue  # layout by name
+        shape = _shape(hints[item.name]) if item.name in hints else _CHECK_EACH
+        if shape != _NOTHING:
+            shapes.append((item.name, shape))
+    return tuple(shapes)
+
+
+def _shape(annotation: object) -> int:
+    if get_origin(annotation) in _SEQUENCES:
+        (element,) = get_args(annotation)[:1] or (object,)
+        return {_NOTHING: _NOTHING, _NODE: _NODES}.get(_shape(element), _CHECK_EACH)
+    members = get_args(annotation) if get_origin(annotation) in (Union, types.UnionType) else (annotation,)
+    kinds = {_member(member) for member in members}
+    if kinds == {_NOTHING}:
+        return _NOTHING
+    if kinds == {_NODE}:
+        return _NODE
+    return _CHECK if "sequence" not in kinds else _CHECK_EACH
+
+
+def _member(member: object) -> str | int:
+    """_NODE: always a node to enter; _NOTHING: never one; else "value" (look at it) or "sequence"."""
+    if get_origin(member) in _SEQUENCES:
+        return "sequence"
+    if not isinstance(member, type):
+        return _NOTHING if get_origin(member) is Literal else "value"
+    if not issubclass(member, cst.CSTNode):
+        return _NOTHING  # str, bool, None, MaybeSentinel
+    if issubclass(member, _LAYOUT):
+        return _NOTHING
+    if any(issubclass(layout, member) for layout in _LAYOUT):
+        return "value"  # a base class that layout nodes share
+    return _NODE
 
 
 _HANDLERS: dict[tuple[type, type], tuple] = {}

@@ -38,5 +38,5 @@ WRITES: tuple[Trigger, ...] = (
     # F.relu(x, inplace=True) and nn.ReLU(inplace=True) modules; F.batch_norm(..., training=True)
     # updates its running statistics; np.copyto(dst, src); a module loading other weights.
     re.compile(r"inplace|copyto|load_state_dict|training\s*=\s*True"),
-    AllOf(_TRAINING_CALL, _MODULE_STATE),
+    AllOf(_MODULE_STATE, _TRAINING_CALL),
 )
