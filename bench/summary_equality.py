@@ -6,7 +6,8 @@ twice, from its whole text and from the part a summary can run
 
 Each module is summarised as an import (what `import m` causes) and as a call of each of
 its top-level functions and classes (what `m.f()` causes), with its own events only (the
-modules it imports are summarised on their own). Without directories it checks the corpora
+modules it imports are summarised on their own), or with `--follow` also with the events of
+the first-party modules it imports (as a linted file's imports are). Without directories it checks the corpora
 bench/corpora.py knows. Prints, per corpus, the summaries compared, the share of lines
 libcst was given, and every difference; exits 1 on any difference.
 """
@@ -27,19 +28,21 @@ from corpora import default_corpora, python_files
 
 from gpumem_lint.engine import decode_source
 from gpumem_lint.semantic import module_graph
-from gpumem_lint.semantic.import_time_source import import_time_source
+from gpumem_lint.semantic.import_time_source import ImportStatements, import_time_source
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("corpora", nargs="*", type=Path)
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--follow", action="store_true", help="add the events of the modules each imports")
     args = parser.parse_args()
     corpora = {path.name: path for path in args.corpora} or default_corpora()
     failed = False
     with ProcessPoolExecutor(args.jobs) as pool:
         for name, root in corpora.items():
-            results = list(pool.map(_compare, python_files(root), chunksize=8))
+            files = python_files(root)
+            results = list(pool.map(_compare, files, [args.follow] * len(files), chunksize=8))
             summaries = sum(result[1] for result in results)
             events = sum(result[2] for result in results)
             lines = sum(result[3] for result in results)
@@ -56,7 +59,7 @@ def main() -> int:
     return 1 if failed else 0
 
 
-def _compare(path: Path) -> tuple[list[str], int, int, int, int]:
+def _compare(path: Path, follow: bool) -> tuple[list[str], int, int, int, int]:
     """(differences, summaries, events, lines of every summary, lines libcst was given)."""
     try:
         text = decode_source(path.read_bytes())
@@ -69,14 +72,17 @@ def _compare(path: Path) -> tuple[list[str], int, int, int, int]:
     lines = text.count("\n") + 1
     differences: list[str] = []
     events = given = 0
-    # Imports are not followed: each module is compared on its own events.
-    depth = module_graph.MAX_IMPORT_DEPTH
+    # Unless followed, imports are not: each module is compared on its own events.
+    depth = 1 if follow else module_graph.MAX_IMPORT_DEPTH
     for function in [None, *names]:
         whole = module_graph.summary_of(whole_module, text, None, path, depth, function)
         hollowed = module_graph._summarise(path, mtime, depth, function)
         acts = module_graph._calls_that_act(tree, path) if function is None else None
         reduction = import_time_source(text, tree, function, acts)
-        given += len(reduction.origin) if reduction else lines
+        if reduction is None:
+            given += lines
+        elif not isinstance(reduction, ImportStatements):  # import statements alone are not given to libcst
+            given += len(reduction.origin)
         events += len(whole.sites)
         if whole != hollowed:
             differences.append(f"{path} ({function or 'import'}): whole {_show(whole)}; hollowed {_show(hollowed)}")

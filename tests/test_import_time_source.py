@@ -9,7 +9,7 @@ import pytest
 from gpumem_lint.fast_path import cpython_tree
 from gpumem_lint.semantic import import_time_source as hollowing
 from gpumem_lint.semantic import module_graph
-from gpumem_lint.semantic.import_time_source import import_time_source
+from gpumem_lint.semantic.import_time_source import ImportStatements, import_time_source
 
 
 def _dedent(text: str) -> str:
@@ -238,12 +238,16 @@ def _imports_only(tmp_path, source: str) -> str | None:
     """The text a summary of importing `source` reads, as a first-party module of a project."""
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "helpers.py").write_text("def setup():\n    pass\n")
+    (tmp_path / "warm.py").write_text("import torch\ntorch.cuda.init()\n")
     path = tmp_path / "module.py"
     path.write_text(_dedent(source))
     text = path.read_text()
     tree = cpython_tree(text)
     reduction = import_time_source(text, tree, None, module_graph._calls_that_act(tree, path))
-    return None if reduction is None else reduction.text
+    if reduction is None:
+        return None
+    assert isinstance(reduction, ImportStatements)
+    return "".join(source + "\n" for _, source in reduction.statements)
 
 
 # (module, the import statements a summary reads, or None when something else may act too)
@@ -282,6 +286,11 @@ IMPORT_ONLY_CASES = [
         """,
         id="imports-in-source-order-with-their-semicolons",
     ),
+    pytest.param(
+        "import helpers\nfrom warm import *\nimport os, torch.nn as nn\nfrom . import warm\n",
+        "import helpers\nfrom warm import *\nimport os, torch.nn as nn\nfrom . import warm\n",
+        id="first-party-modules-and-what-they-cause",
+    ),
     pytest.param("import torch\nDEVICE = torch.device('cuda')\n", None, id="a-call-the-table-knows"),
     pytest.param("import torch\nx = torch.ones(2, device=dev)\n", None, id="a-device-keyword"),
     pytest.param("from torch.cuda import init as start\nstart()\n", None, id="an-alias-of-a-call-the-table-knows"),
@@ -306,3 +315,15 @@ def test_import_only_summaries_are_those_of_the_whole_module(tmp_path, monkeypat
     whole = module_graph._summarise(path, mtime, 1, None)
     monkeypatch.setattr(hollowing, "enabled", True)
     assert module_graph._summarise(path, mtime, 1, None) == whole
+
+
+def test_import_only_summaries_hold_the_events_of_the_modules_they_import(tmp_path):
+    _imports_only(tmp_path, "import os\nfrom warm import *\nimport torch.nn as nn\n")
+    path = tmp_path / "module.py"
+    summary = module_graph._summarise(path, path.stat().st_mtime_ns, 1, None)
+    found = [(site.event, site.call, site.line, site.file, site.path.name) for site in summary.sites]
+    assert found == [
+        ("import_torch", "import torch", 1, "warm.py", "warm.py"),
+        ("torch_cuda_init", "torch.cuda.init()", 2, "warm.py", "warm.py"),
+    ]
+    assert summary.files == {path, (tmp_path / "warm.py").resolve()}

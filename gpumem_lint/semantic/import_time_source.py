@@ -11,7 +11,8 @@ counts, whatever it is called on, which keeps more than program order follows, n
 
 A hollowed body keeps its import statements, in order (the import table is module-wide),
 or becomes `pass`. When nothing is kept and no import-time call can act (the caller says which
-can), the import statements alone are read. `Reduction.origin` maps the lines back to the file's.
+can), the import can only run its import statements: those are all a summary needs, and libcst
+is not needed at all. `Reduction.origin` maps the lines back to the file's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from gpumem_lint.fast_path import Reduction, ast_blocks, split_lines
 
@@ -30,15 +32,23 @@ _IMPORT = (ast.Import, ast.ImportFrom)
 _SEMICOLON = re.compile(r"[ \t]*;")
 
 
+@dataclass(frozen=True)
+class ImportStatements:
+    """All that an import can run: its import statements (not those in function bodies), in source
+    order, each with its source as libcst renders the statement (with its `;`)."""
+
+    statements: list[tuple[ast.Import | ast.ImportFrom, str]]
+
+
 def import_time_source(
     text: str, tree: ast.Module | None, function: str | None = None, acts: Callable[[ast.Call], bool] | None = None
-) -> Reduction | None:
+) -> Reduction | ImportStatements | None:
     """What a summary of importing the module (or calling its `function`) reads; None: the whole text.
     `tree` is CPython's tree of `text` (None when CPython rejects it).
 
     With `acts` (whether a call may cause an event or run another module's code), an import whose
     code calls nothing that acts, and no function of its own, causes only what its import
-    statements do: the summary reads those alone."""
+    statements do: those alone are returned."""
     if not enabled or tree is None:
         return None
     lines = split_lines(text)
@@ -77,17 +87,14 @@ def _anything_acts(nodes: list[ast.AST], acts: Callable[[ast.Call], bool]) -> bo
     return False
 
 
-def _imports_only(lines: list[str], tree: ast.Module) -> Reduction:
-    out: list[str] = []
-    origin: list[int] = []
+def _imports_only(lines: list[str], tree: ast.Module) -> ImportStatements:
+    statements = []
     for node in _import_time_imports(tree.body):
         line = lines[_end(node) - 1].encode()
         semicolon = _SEMICOLON.match(line[node.end_col_offset :].decode(errors="replace"))
         # libcst counts a statement's `;` as part of it, and so does the site's text.
-        segment = _segment(node, lines) + (semicolon.group(0) if semicolon else "")
-        out.append(segment + "\n")
-        origin.extend(range(node.lineno, node.lineno + len(split_lines(segment))))
-    return Reduction("".join(out), origin)
+        statements.append((node, _segment(node, lines) + (semicolon.group(0) if semicolon else "")))
+    return ImportStatements(statements)
 
 
 def _import_time_imports(body: list[ast.stmt]) -> Iterator[ast.stmt]:

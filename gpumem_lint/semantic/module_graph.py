@@ -17,7 +17,7 @@ import hashlib
 import os
 import pickle
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from gpumem_lint.fast_path import ast_statements, cpython_tree
 from gpumem_lint.knowledge.lockin import lockin_table
-from gpumem_lint.semantic.import_time_source import import_time_source
+from gpumem_lint.semantic.import_time_source import ImportStatements, import_time_source
 from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.statement_lines import StatementLines, statement_lines
 
@@ -63,7 +63,10 @@ class ModuleGraph:
         self.root = project_root(source.parent)
         self.dependencies: set[Path] = set()
 
-    def import_sites(self, node: cst.Import | cst.ImportFrom, source: Path) -> list[ImportSite]:
+    def import_sites(
+        self, node: cst.Import | cst.ImportFrom | ast.Import | ast.ImportFrom, source: Path
+    ) -> list[ImportSite]:
+        """What an import statement (of libcst's tree, or of CPython's) in `source` causes in other modules."""
         if self.depth > MAX_IMPORT_DEPTH:
             return []
         sites: list[ImportSite] = []
@@ -111,8 +114,15 @@ def project_root(directory: Path) -> Path:
     return directory
 
 
-def resolve_import(node: cst.Import | cst.ImportFrom, source: Path, root: Path) -> tuple[Path, ...]:
-    """The first-party files an import statement executes, outermost package first."""
+def resolve_import(
+    node: cst.Import | cst.ImportFrom | ast.Import | ast.ImportFrom, source: Path, root: Path
+) -> tuple[Path, ...]:
+    """The first-party files an import statement (of libcst's tree, or CPython's) executes, outermost package first."""
+    if isinstance(node, ast.Import):
+        return _resolve_modules(tuple(alias.name for alias in node.names), source, root)
+    if isinstance(node, ast.ImportFrom):
+        names = tuple(alias.name for alias in node.names if alias.name != "*")
+        return _resolve_from(node.module or "", node.level, names, source, root)
     if isinstance(node, cst.Import):
         modules = tuple(name for alias in node.names if (name := dotted_name(alias.name)))
         return _resolve_modules(modules, source, root)
@@ -275,12 +285,44 @@ def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Sum
         tree = cpython_tree(text)
         acts = _calls_that_act(tree, path) if function is None and tree is not None else None
         reduced = import_time_source(text, tree, function, acts)
-        if reduced is not None:
-            text = reduced.text
-        module = cst.parse_module(text)
+        if isinstance(reduced, ImportStatements):
+            module = None  # all it runs is import statements: no need for libcst
+        else:
+            if reduced is not None:
+                text = reduced.text
+            module = cst.parse_module(text)
     except (OSError, cst.ParserSyntaxError, RecursionError, MemoryError, UnicodeDecodeError, SyntaxError, LookupError):
         return None
+    if isinstance(reduced, ImportStatements):
+        return _import_statements_summary(reduced, path, depth)
     return summary_of(module, text, reduced.origin if reduced else None, path, depth, function)
+
+
+def _import_statements_summary(imports: ImportStatements, path: Path, depth: int) -> _Summary:
+    """The summary of a module whose import runs only its import statements, without libcst: what
+    `summary_of` finds (each statement's first-party modules' events, then its own `import torch`;
+    the first site of each event)."""
+    from gpumem_lint.semantic.program_order import imports_torch, short_code
+
+    _IN_PROGRESS.add(path)
+    try:
+        graph = ModuleGraph(path, depth + 1)
+        first: dict[str, ImportSite] = {}
+        for node, source in imports.statements:
+            for site in graph.import_sites(node, path):
+                first.setdefault(site.event, replace(site, path=_nested(site, graph)))
+            if imports_torch(_absolute_modules(node)):
+                site = ImportSite("import_torch", short_code(source), node.lineno, path.name, path)
+                first.setdefault(site.event, site)
+        return _Summary(tuple(first.values()), frozenset({path, *graph.dependencies}))
+    finally:
+        _IN_PROGRESS.discard(path)
+
+
+def _absolute_modules(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    return [node.module] if node.module and not node.level else []
 
 
 def _calls_that_act(tree: ast.Module, path: Path) -> Callable[[ast.Call], bool]:

@@ -298,10 +298,9 @@ class ProgramOrder:
     def _site(self, step: Step) -> Site:
         if step.site is not None:
             return step.site
-        call = " ".join(self._module.code_for_node(step.node).split())
-        if len(call) > 60:
-            call = call[:57] + "..."
-        return Site(step.event or "", call, self._line_of(step.node), self._display)
+        return Site(
+            step.event or "", short_code(self._module.code_for_node(step.node)), self._line_of(step.node), self._display
+        )
 
     # -- building ------------------------------------------------------------------------------
 
@@ -449,7 +448,7 @@ class ProgramOrder:
         else:
             return
         if sites:
-            via = f"`{_short(self._module.code_for_node(call))}` at line {self._line_of(call)}"
+            via = f"`{short_code(self._module.code_for_node(call))}` at line {self._line_of(call)}"
         for site in sites:
             event = self._table.events.get(site.event)
             steps.append(
@@ -514,11 +513,7 @@ class ProgramOrder:
                         Site(site.event, site.call, site.line, site.file, via),
                     )
                 )
-        modules = self._table.events["import_torch"].modules
-        names = _imported_modules(node)
-        if any(name.split(".", 1)[0] in modules for name in names):
-            return "import_torch"
-        return None
+        return "import_torch" if imports_torch(_imported_modules(node)) else None
 
     def _classify(self, call: cst.Call, steps: list[Step]) -> str | None:
         table = self._table
@@ -676,7 +671,8 @@ def _bound_module(node: cst.Import | cst.ImportFrom, local: str) -> str:
     return local
 
 
-def _short(code: str) -> str:
+def short_code(code: str) -> str:
+    """Code as a site shows it: on one line, at most 60 characters."""
     code = " ".join(code.split())
     return code if len(code) <= 60 else code[:57] + "..."
 
@@ -688,6 +684,12 @@ def _is_main_guard(test: cst.BaseExpression) -> bool:
     names = [side for side in sides if isinstance(side, cst.Name) and side.value == "__name__"]
     strings = [side for side in sides if isinstance(side, cst.SimpleString) and side.evaluated_value == "__main__"]
     return bool(names and strings) and isinstance(test.comparisons[0].operator, cst.Equal)
+
+
+def imports_torch(names: Iterable[str]) -> bool:
+    """Whether importing these absolute modules imports torch (`import_torch` in the lock-in table)."""
+    modules = lockin_table().events["import_torch"].modules
+    return any(name.split(".", 1)[0] in modules for name in names)
 
 
 def _imported_modules(node: cst.Import | cst.ImportFrom) -> list[str]:
