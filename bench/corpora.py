@@ -33,6 +33,17 @@ def default_corpora() -> dict[str, Path]:
     return found
 
 
+def compile_linter() -> None:
+    """Byte-compile gpumem_lint as `pip install` does. An editable install under
+    PYTHONDONTWRITEBYTECODE (this workplace sets it) would otherwise compile every module from
+    source in every run, which no installed copy does, while libcst, installed from a wheel, has its bytecode."""
+    import compileall
+
+    import gpumem_lint
+
+    compileall.compile_dir(Path(gpumem_lint.__file__).parent, quiet=1)
+
+
 def python_files(root: Path) -> list[Path]:
     """Every `.py` file under root, sorted: what the linter and the floor both get."""
     return sorted(path for path in root.rglob("*.py") if path.is_file())

@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import default_corpora, python_files
+from corpora import compile_linter, default_corpora, python_files
 
 _CHUNK_SIZE = 4  # as gpumem_lint/runner.py
 _SELECT: str | None = None
@@ -69,6 +69,7 @@ def main() -> int:
     available = default_corpora()
     names = args.corpus or list(available)
     samples: list[Sample] = []
+    compile_linter()
     _print_header(args.jobs)
     with tempfile.TemporaryDirectory(prefix="gpumem-lint-bench-") as scratch:
         lists = {}

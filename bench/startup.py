@@ -18,11 +18,16 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corpora import compile_linter
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
+    compile_linter()
     with tempfile.TemporaryDirectory(prefix="gpumem-lint-startup-") as scratch:
         tiny = Path(scratch) / "tiny.py"
         tiny.write_text("x = 1\n")

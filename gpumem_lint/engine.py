@@ -8,6 +8,7 @@ never stops a run.
 from __future__ import annotations
 
 import io
+import re
 import sys
 import tokenize
 import traceback
@@ -76,12 +77,19 @@ def _check(
     text: str, display: str, rules: Sequence[type[Rule]], used: set[tuple[int, str]], dependencies: set[Path]
 ) -> list[Diagnostic]:
     """The rules' findings; `used` collects (row, code) of each `# noqa` that suppressed one."""
+    shown: dict[re.Pattern[str], bool] = {}  # a family's rules share a file trigger: search once
+
+    def shows(pattern: re.Pattern[str]) -> bool:
+        if pattern not in shown:
+            shown[pattern] = pattern.search(text) is not None
+        return shown[pattern]
+
     active = [
         rule
         for rule in rules
         if rule.triggers
         and any(t in text for t in rule.triggers)
-        and (rule.file_trigger is None or rule.file_trigger.search(text))
+        and (rule.file_trigger is None or shows(rule.file_trigger))
     ]
     if not active or "\x00" in text:  # CPython refuses NUL bytes, libcst does not
         return _syntax_only(text, display, rules)

@@ -25,6 +25,7 @@ from gpumem_lint.semantic.processes import PROCESS_CROSSING
         'os.environ.__setitem__("A", "1")',
         'os.putenv("CUDA_VISIBLE_DEVICES", "1")',
         'from os import environ as env\nenv["A"] = "1"',
+        'from os import (\n    path,\n    environ as env,\n)\nenv["A"] = "1"',
     ],
 )
 def test_every_reported_write_form_passes(source):

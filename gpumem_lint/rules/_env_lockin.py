@@ -32,11 +32,13 @@ from gpumem_lint.semantic.walk import Walker
 ENV_TRIGGERS = ("environ", "putenv")
 #: What a reported write looks like in source (removals are never reported). Files that only read
 #: the environment — most that mention it — skip the program-order model and its cross-file reads.
+#: Every form starts with `environ` or `putenv`, which the regex engine finds quickly.
 ENV_WRITE = re.compile(
-    r"environ\s*\[[^\]\n]*(?:\]\s*[-+*/%|&^@]?=(?!=)|$)"  # environ[KEY] = / += ..., or a key split over lines
-    r"|environ\s*\.\s*(?:setdefault|update|__setitem__)\b"
-    r"|putenv"
-    r"|\bimport\b[^\n]*\benviron\s+as\b",  # `from os import environ as env`: writes through the alias
+    r"environ(?:"
+    r"\s*\[[^\]\n]*(?:\]\s*[-+*/%|&^@]?=(?!=)|$)"  # environ[KEY] = / += ..., or a key split over lines
+    r"|\s*\.\s*(?:setdefault|update|__setitem__)\b"
+    r"|\s+as\b"  # `from os import environ as env`: writes through the alias
+    r")|putenv",
     re.MULTILINE,
 )
 
