@@ -69,7 +69,7 @@ def test_walk_finds_every_child_in_rare_syntax(source):
     assert assert_same_children(module) > 10
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(hypothesmith.from_node())
 def test_walk_finds_every_child_in_any_syntax_tree(source):
     assert_same_children(cst.parse_module(source))

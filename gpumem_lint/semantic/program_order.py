@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -107,7 +107,8 @@ class Step:
     path: tuple[_Arm, ...]
     loops: tuple[int, ...]
     frames: tuple[int, ...]
-    site: Site | None = None  # precomputed for steps that stand for another module's call
+    #: For a step that stands for another module's call: that call's site (`via` is added when reported).
+    site: Site | None = None
 
 
 @dataclass
@@ -297,7 +298,7 @@ class ProgramOrder:
 
     def _site(self, step: Step) -> Site:
         if step.site is not None:
-            return step.site
+            return replace(step.site, via=self._via(step.node))
         return Site(
             step.event or "", short_code(self._module.code_for_node(step.node)), self._line_of(step.node), self._display
         )
@@ -447,8 +448,6 @@ class ProgramOrder:
             sites = self._graph.call_sites(node, imported or _bound_module(node, func.value.value), func.attr.value)
         else:
             return
-        if sites:
-            via = f"`{short_code(self._module.code_for_node(call))}` at line {self._line_of(call)}"
         for site in sites:
             event = self._table.events.get(site.event)
             steps.append(
@@ -459,9 +458,16 @@ class ProgramOrder:
                     where.path,
                     where.loops,
                     where.frames,
-                    Site(site.event, site.call, site.line, site.file, via),
+                    Site(site.event, site.call, site.line, site.file),
                 )
             )
+
+    def _via(self, node: cst.CSTNode) -> str:
+        """The import or call of this module that ran another module's code: found only for a site that
+        is reported (a call's line may need every position of the module)."""
+        code = self._module.code_for_node(node)
+        text = " ".join(code.split()) if isinstance(node, (cst.Import, cst.ImportFrom)) else short_code(code)
+        return f"`{text}` at line {self._line_of(node)}"
 
     def _function_body(self, function: cst.FunctionDef, where: _Where, steps: list[Step], depth: int) -> None:
         main = self._main
@@ -498,10 +504,7 @@ class ProgramOrder:
     def _import_event(self, node: cst.Import | cst.ImportFrom, where: _Where, steps: list[Step]) -> str | None:
         """`import torch` is an event; a first-party import adds that module's import-time events first."""
         if self._graph is not None and self._source is not None:
-            sites = self._graph.import_sites(node, self._source)
-            if sites:
-                via = f"`{' '.join(self._module.code_for_node(node).split())}` at line {self._line_of(node)}"
-            for site in sites:
+            for site in self._graph.import_sites(node, self._source):
                 steps.append(
                     Step(
                         node,
@@ -510,7 +513,7 @@ class ProgramOrder:
                         where.path,
                         where.loops,
                         where.frames,
-                        Site(site.event, site.call, site.line, site.file, via),
+                        Site(site.event, site.call, site.line, site.file),
                     )
                 )
         return "import_torch" if imports_torch(_imported_modules(node)) else None
