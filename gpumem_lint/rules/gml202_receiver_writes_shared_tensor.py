@@ -163,12 +163,10 @@ def norms(tensors):
                 continue
             shared = sender.processes.shared_on_purpose
             moved = moved_to_cuda(receiver.facts.scope.node, evidence.names, ctx.semantic.imports)
-            first: dict[str, Write] = {}  # one finding per parameter: its first write
-            for write in sorted(
-                receiver.facts.writes, key=lambda w: (ctx.line(w.node), ctx.positions[w.node].start.column)
-            ):
+            writes: dict[str, list[Write]] = {}
+            for write in receiver.facts.writes:
                 names = _received_names(receiver, write)
-                if not names or write.rebinds or names[0] in first:
+                if not names or write.rebinds:
                     continue
                 if write.module and (write.op not in _TRAINING_OPS or names[0] in moved):
                     continue  # loading a checkpoint; or the child moved the model to its GPU first
@@ -179,8 +177,12 @@ def norms(tensors):
                     write.certain or any(value.tensor for value in values) or receiver.facts.scope.params.get(names[0])
                 ):
                     continue  # `n += 1` on a received int
-                first[names[0]] = write
-            for name, write in first.items():
+                writes.setdefault(names[0], []).append(write)
+            for name, candidates in writes.items():
+                # One finding per parameter: its first write (positions are resolved only to choose one).
+                write = candidates[0]
+                if len(candidates) > 1:
+                    write = min(candidates, key=lambda w: (ctx.line(w.node), ctx.positions[w.node].start.column))
                 if (id(receiver.facts.scope), name) in reported:
                     continue
                 reported.add((id(receiver.facts.scope), name))
