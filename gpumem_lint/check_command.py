@@ -12,17 +12,15 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from gpumem_lint.add_noqa import add_noqa
-from gpumem_lint.autofix import encode_like, fix_source, parses, write_atomically
 from gpumem_lint.cache import DEFAULT_DIRECTORY, Cache
 from gpumem_lint.config import Settings, display_path
 from gpumem_lint.diagnostics import Diagnostic
 from gpumem_lint.discovery import SourceFile, discover_files
-from gpumem_lint.engine import decode_source, lint_bytes
 from gpumem_lint.output import OutputFormat, write_report
 from gpumem_lint.progress import progress_bar, wanted
 from gpumem_lint.runner import FixMode, Job, RunResult, lint_jobs, unified_diff
 from gpumem_lint.selection import RuleSelection
+from gpumem_lint.source import decode_source
 
 CACHE_DIR_VARIABLE = "GPUMEM_LINT_CACHE_DIR"
 
@@ -53,7 +51,7 @@ def check_files(
     files: Sequence[SourceFile], selection: RuleSelection, settings: Settings, request: Request, console: Console
 ) -> int:
     """Lint (fix, diff, add noqa to) `files`, report, and return the exit code."""
-    jobs = [Job(file.path, file.display, tuple(rule.code for rule in selection.rules_for(file.path))) for file in files]
+    jobs = [Job(file.path, file.display, selection.codes_for(file.path)) for file in files]
     fixing = request.fix or request.diff
     cache = Cache(cache_directory(settings, request.cache_dir), settings.project_root) if request.use_cache else None
     mode = FixMode(unsafe=request.unsafe_fixes, write=not request.diff) if fixing else None
@@ -83,7 +81,12 @@ def check_stdin(
         if request.fix:
             sys.stdout.buffer.write(data)
         return 0  # excluded: passed through untouched
-    rules = selection.rules_for(Path(os.path.abspath(filename))) if filename else selection.rules
+    from gpumem_lint.autofix import encode_like, fix_source
+    from gpumem_lint.engine import lint_bytes
+    from gpumem_lint.rules import RULES_BY_CODE
+
+    codes = selection.codes_for(Path(os.path.abspath(filename))) if filename else selection.codes
+    rules = [RULES_BY_CODE[code] for code in codes]
     fixing = request.fix or request.diff
     try:
         text = decode_source(data) if fixing else None
@@ -131,6 +134,9 @@ def _report_diff(result: RunResult, request: Request) -> int:
 
 
 def _add_noqa(files: Sequence[SourceFile], diagnostics: Sequence[Diagnostic]) -> int:
+    from gpumem_lint.add_noqa import add_noqa
+    from gpumem_lint.autofix import encode_like, parses, write_atomically
+
     by_display: dict[str, list[Diagnostic]] = {}
     for diagnostic in diagnostics:
         by_display.setdefault(diagnostic.path, []).append(diagnostic)

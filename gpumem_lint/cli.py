@@ -23,7 +23,6 @@ from gpumem_lint.check_command import CACHE_DIR_VARIABLE, Request, cache_directo
 from gpumem_lint.config import CliOverrides, ConfigError, load_settings
 from gpumem_lint.discovery import discover_files
 from gpumem_lint.output import OutputFormat
-from gpumem_lint.rules import ALL_RULES, RULES_BY_CODE
 from gpumem_lint.selection import RuleSelection
 from gpumem_lint.trace import cli as trace_command
 
@@ -193,6 +192,7 @@ def clean(
 def rule(code: Annotated[str, typer.Argument(help="A rule code, such as GML001.")]) -> None:
     """Print a rule's documentation."""
     from gpumem_lint.docs import render_rule_page
+    from gpumem_lint.rules import RULES_BY_CODE
 
     rule_cls = RULES_BY_CODE.get(code.upper())
     if rule_cls is None:
@@ -214,6 +214,8 @@ def list_rules(
     ] = RulesFormat.TEXT,
 ) -> None:
     """List every rule."""
+    from gpumem_lint.rules import ALL_RULES
+
     if output_format is RulesFormat.JSON:
         from gpumem_lint.docs import render_rule_page
 

@@ -75,3 +75,8 @@ class Diagnostic:
     @property
     def sort_key(self) -> tuple:
         return (self.path, self.start.row, self.start.column, self.code, self.message)
+
+
+def fix_allowed(fix: Fix, unsafe: bool) -> bool:
+    """Whether `--fix` applies the fix: a safe one always, an unsafe one with `--unsafe-fixes`."""
+    return fix.applicability is Applicability.SAFE or unsafe

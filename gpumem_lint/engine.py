@@ -7,10 +7,8 @@ never stops a run.
 
 from __future__ import annotations
 
-import io
 import re
 import sys
-import tokenize
 import traceback
 import warnings
 from collections.abc import Sequence
@@ -27,6 +25,7 @@ from gpumem_lint.noqa import parse_suppressions
 from gpumem_lint.rules import InternalError, InvalidSyntax, UnreadableFile
 from gpumem_lint.rules.base import Report, Rule
 from gpumem_lint.rules.gml002_unused_suppression import UnusedSuppression, unused_suppressions
+from gpumem_lint.source import decode_source
 
 
 def lint_path(path: Path, display: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
@@ -45,13 +44,6 @@ def lint_bytes(
     except (SyntaxError, UnicodeDecodeError, LookupError) as error:
         return _tool_diagnostic(UnreadableFile, display, rules, f"cannot decode file: {error}")
     return lint_source(text, display, rules, dependencies)
-
-
-def decode_source(data: bytes) -> str:
-    """Decode as Python does: BOM, then a coding cookie, else UTF-8 (PEP 263)."""
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    text = data.decode(encoding)
-    return text.removeprefix("\ufeff")
 
 
 def lint_source(

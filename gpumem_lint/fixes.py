@@ -31,7 +31,7 @@ from enum import Enum
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from gpumem_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
+from gpumem_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, fix_allowed
 from gpumem_lint.noqa import parse_suppressions
 
 __all__ = ["Applicability", "Edit", "Fix", "apply_fixes", "insert_after", "insert_before", "replace"]
@@ -96,10 +96,6 @@ class Applied:
     text: str
     #: The findings whose fixes were applied, in position order.
     fixed: tuple[Diagnostic, ...]
-
-
-def fix_allowed(fix: Fix, unsafe: bool) -> bool:
-    return fix.applicability is Applicability.SAFE or unsafe
 
 
 def apply_fixes(text: str, diagnostics: Sequence[Diagnostic], *, unsafe: bool) -> Applied:

@@ -16,13 +16,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpumem_lint.autofix import encode_like, fix_source, write_atomically
 from gpumem_lint.cache import Cache, content_hash
-from gpumem_lint.diagnostics import Diagnostic, Position
-from gpumem_lint.engine import decode_source, lint_bytes, lint_path
-from gpumem_lint.fixes import fix_allowed
-from gpumem_lint.rules import RULES_BY_CODE, InternalError
-from gpumem_lint.semantic.module_graph import share_summaries
+from gpumem_lint.diagnostics import Diagnostic, Position, fix_allowed
+from gpumem_lint.source import decode_source
 
 #: Below this many files a process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 16
@@ -95,6 +91,11 @@ def lint_jobs(
         pending.append((index, job, data, digest))
     work = [(job, data, digest, fix) for _, job, data, digest in pending]
     workers = min(cores or _available_cores(), len(work) // _PARALLEL_THRESHOLD)
+    if work:
+        # The linter (rules, libcst) is loaded only when a file is not answered from the cache,
+        # and before the pool starts, so that forked workers share it.
+        import gpumem_lint.engine  # noqa: F401
+        from gpumem_lint.semantic.module_graph import share_summaries
     if workers <= 1:
         outcomes = map(_run_job, work)
         _collect(pending, outcomes, results, cache, on_file_done)
@@ -132,6 +133,8 @@ def _run_job(work: tuple[Job, bytes | None, str | None, FixMode | None]) -> File
     try:
         return _lint_or_fix(*work)
     except Exception as error:
+        from gpumem_lint.rules import InternalError
+
         if InternalError.code not in job.codes:
             return FileResult(())
         where = traceback.extract_tb(error.__traceback__)[-1]
@@ -157,6 +160,9 @@ def _run_job(work: tuple[Job, bytes | None, str | None, FixMode | None]) -> File
 
 
 def _lint_or_fix(job: Job, data: bytes | None, digest: str | None, fix: FixMode | None) -> FileResult:
+    from gpumem_lint.engine import lint_bytes, lint_path
+    from gpumem_lint.rules import RULES_BY_CODE
+
     rules = [RULES_BY_CODE[code] for code in job.codes]
     if data is None:
         return FileResult(tuple(lint_path(job.path, job.display, rules)))
@@ -173,6 +179,8 @@ def _lint_or_fix(job: Job, data: bytes | None, digest: str | None, fix: FixMode 
 
 
 def _fix_job(job: Job, data: bytes, text: str, digest: str | None, rules, fix: FixMode) -> FileResult:
+    from gpumem_lint.autofix import encode_like, fix_source, write_atomically
+
     dependencies: set[Path] = set()
     outcome = fix_source(text, job.display, rules, unsafe=fix.unsafe, dependencies=dependencies)
     if outcome.text == text:

@@ -18,8 +18,7 @@ from pathlib import Path
 from pathspec import GitIgnoreSpec
 
 from gpumem_lint.config import ConfigError, SelectorLayer, Settings, project_relative
-from gpumem_lint.rules import ALL_RULES
-from gpumem_lint.rules.base import Rule
+from gpumem_lint.rules import ALL_CODES
 
 ALL = "ALL"
 _SELECTOR = re.compile(r"(?P<linter>[A-Z]+)[0-9]*")
@@ -27,34 +26,36 @@ _SELECTOR = re.compile(r"(?P<linter>[A-Z]+)[0-9]*")
 
 @dataclass(frozen=True)
 class RuleSelection:
-    rules: tuple[type[Rule], ...]
+    """The codes of the selected rules (rules are imported only where a file is linted)."""
+
+    codes: tuple[str, ...]
     project_root: Path
     #: (pattern, codes it turns off), in the order the configuration lists them.
     per_file_ignores: tuple[tuple[GitIgnoreSpec, frozenset[str]], ...] = ()
 
     @classmethod
-    def from_settings(cls, settings: Settings, rules: Sequence[type[Rule]] = ALL_RULES) -> RuleSelection:
+    def from_settings(cls, settings: Settings, codes: Sequence[str] = ALL_CODES) -> RuleSelection:
         per_file = tuple(
-            (GitIgnoreSpec.from_lines([pattern]), _codes_for_all(selectors, rules, f"per-file-ignores '{pattern}'"))
+            (GitIgnoreSpec.from_lines([pattern]), _codes_for_all(selectors, codes, f"per-file-ignores '{pattern}'"))
             for pattern, selectors in settings.per_file_ignores
         )
-        return cls(resolve_rules(settings.selector_layers, rules), settings.project_root, per_file)
+        return cls(resolve_codes(settings.selector_layers, codes), settings.project_root, per_file)
 
-    def rules_for(self, path: Path) -> tuple[type[Rule], ...]:
-        """The selected rules minus those that per-file-ignores turns off for `path`."""
+    def codes_for(self, path: Path) -> tuple[str, ...]:
+        """The selected codes minus those that per-file-ignores turns off for `path`."""
         if not self.per_file_ignores:
-            return self.rules
+            return self.codes
         relative = project_relative(path, self.project_root)
         ignored: set[str] = set()
         for spec, codes in self.per_file_ignores:
             if spec.match_file(relative):
                 ignored |= codes
-        return tuple(rule for rule in self.rules if rule.code not in ignored)
+        return tuple(code for code in self.codes if code not in ignored)
 
 
-def resolve_rules(layers: Sequence[SelectorLayer], rules: Sequence[type[Rule]] = ALL_RULES) -> tuple[type[Rule], ...]:
+def resolve_codes(layers: Sequence[SelectorLayer], codes: Sequence[str] = ALL_CODES) -> tuple[str, ...]:
     """Apply each layer in turn to the default selection (every rule); keep registry order."""
-    selected = {rule.code for rule in rules}
+    selected = set(codes)
     for layer in layers:
         steps = [(selector, True) for selector in (*(layer.select or ()), *layer.extend_select)]
         steps += [(selector, False) for selector in layer.ignore]
@@ -62,14 +63,14 @@ def resolve_rules(layers: Sequence[SelectorLayer], rules: Sequence[type[Rule]] =
         steps.sort(key=lambda step: (specificity(step[0]), not step[1]))
         enabled: dict[str, bool] = {}
         for selector, enable in steps:
-            for code in codes_matching(selector, rules, layer.origin):
+            for code in codes_matching(selector, codes, layer.origin):
                 enabled[code] = enable
         if layer.select is not None:
             selected = {code for code, on in enabled.items() if on}
         else:
             selected |= {code for code, on in enabled.items() if on}
             selected -= {code for code, on in enabled.items() if not on}
-    return tuple(rule for rule in rules if rule.code in selected)
+    return tuple(code for code in codes if code in selected)
 
 
 def specificity(selector: str) -> int:
@@ -77,20 +78,20 @@ def specificity(selector: str) -> int:
     return 0 if selector == ALL else len(selector)
 
 
-def codes_matching(selector: str, rules: Sequence[type[Rule]], origin: str) -> frozenset[str]:
+def codes_matching(selector: str, codes: Sequence[str], origin: str) -> frozenset[str]:
     """The codes `selector` names; a selector that names none is a typo and an error."""
     if selector == ALL:
-        return frozenset(rule.code for rule in rules)
+        return frozenset(codes)
     match = _SELECTOR.fullmatch(selector)
-    codes = frozenset(
-        rule.code
-        for rule in rules
-        if match and rule.code.startswith(selector) and _SELECTOR.fullmatch(rule.code)["linter"] == match["linter"]
+    found = frozenset(
+        code
+        for code in codes
+        if match and code.startswith(selector) and _SELECTOR.fullmatch(code)["linter"] == match["linter"]
     )
-    if not codes:
+    if not found:
         raise ConfigError(f"{origin}: unknown rule selector '{selector}'")
-    return codes
+    return found
 
 
-def _codes_for_all(selectors: Sequence[str], rules: Sequence[type[Rule]], origin: str) -> frozenset[str]:
-    return frozenset().union(*(codes_matching(selector, rules, origin) for selector in selectors))
+def _codes_for_all(selectors: Sequence[str], codes: Sequence[str], origin: str) -> frozenset[str]:
+    return frozenset().union(*(codes_matching(selector, codes, origin) for selector in selectors))

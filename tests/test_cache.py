@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -154,3 +156,24 @@ def test_a_file_is_linted_again_when_a_module_it_imports_changes(capsys, tmp_pat
     linted.clear()
     _, after = run(capsys, "main.py")
     assert (linted, after.strip()) == (["main.py"], "[]")
+
+
+def test_a_run_answered_from_the_cache_loads_neither_the_rules_nor_libcst(tmp_path):
+    probe = (
+        "import sys\n"
+        "from gpumem_lint.cli import main\n"
+        "try:\n"
+        "    main(['check', '--output-format', 'concise', '.'])\n"
+        "except SystemExit as done:\n"
+        "    code = done.code\n"
+        "loaded = sorted(name for name in sys.modules if name == 'libcst' or name.startswith('gpumem_lint.rules.gml'))\n"
+        "print(code, loaded)\n"
+    )
+    runs = [
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, check=False)
+        for _ in "12"
+    ]
+    first, second = (run.stdout.strip().splitlines()[-1] for run in runs)
+    assert first.startswith("1 [") and "'libcst'" in first  # linted: a.py has a finding
+    assert second == "1 []"  # the same finding, from the cache alone
+    assert "GML106" in runs[1].stdout

@@ -11,7 +11,7 @@ import pytest
 from gpumem_lint.cli import main
 from gpumem_lint.config import CliOverrides, ConfigError, SelectorLayer, load_settings
 from gpumem_lint.rules import ALL_RULES
-from gpumem_lint.selection import RuleSelection, resolve_rules
+from gpumem_lint.selection import RuleSelection, resolve_codes
 
 ALL_CODES = {rule.code for rule in ALL_RULES}
 SYNTAX_ERROR = "def f(:\n    pass\n"
@@ -28,7 +28,7 @@ def pyproject(directory: Path, body: str) -> Path:
 
 
 def codes(settings) -> set[str]:
-    return {rule.code for rule in RuleSelection.from_settings(settings).rules}
+    return set(RuleSelection.from_settings(settings).codes)
 
 
 def test_nearest_pyproject_with_the_table_is_used(tmp_path):
@@ -135,7 +135,7 @@ def test_config_error_exits_2_on_the_command_line(capsys, tmp_path, monkeypatch)
     ],
 )
 def test_cli_layer_beats_file_layer(file, cli, expected):
-    assert {rule.code for rule in resolve_rules([file, cli])} == expected
+    assert set(resolve_codes([file, cli])) == expected
 
 
 @pytest.mark.parametrize(
@@ -153,7 +153,7 @@ def test_cli_layer_beats_file_layer(file, cli, expected):
 )
 def test_selector_specificity(select, ignore, expected):
     layer = SelectorLayer("test", select=select, ignore=ignore)
-    assert {rule.code for rule in resolve_rules([layer])} == expected
+    assert set(resolve_codes([layer])) == expected
 
 
 def test_cli_options_override_the_file(capsys, tmp_path, monkeypatch):
@@ -185,8 +185,8 @@ def test_per_file_ignores_are_relative_to_the_project_root(tmp_path):
     pyproject(tmp_path, '[tool.gpumem-lint.per-file-ignores]\n"pkg/gen.py" = ["ALL"]\n')
     settings = load_settings(["."], CliOverrides(), cwd=tmp_path / "pkg")
     selection = RuleSelection.from_settings(settings)
-    assert selection.rules_for(tmp_path / "pkg/gen.py") == ()
-    assert selection.rules_for(tmp_path / "pkg/other.py") == selection.rules
+    assert selection.codes_for(tmp_path / "pkg/gen.py") == ()
+    assert selection.codes_for(tmp_path / "pkg/other.py") == selection.codes
 
 
 def test_settings_are_frozen(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 
 from gpumem_lint.diagnostics import Applicability
 from gpumem_lint.docs import INDEX_NAME, render_index, render_rule_page
-from gpumem_lint.rules import ALL_RULES
+from gpumem_lint.rules import ALL_CODES, ALL_RULES
 from gpumem_lint.rules.base import DOC_SECTIONS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,6 +29,10 @@ def test_rule_page_is_current(rule):
 def test_index_is_current():
     index = RULES_DIR / INDEX_NAME
     assert index.read_text(encoding="utf-8") == render_index(ALL_RULES), f"rules/{INDEX_NAME} is stale; {REGENERATE}"
+
+
+def test_the_codes_read_from_module_names_are_the_rules_codes():
+    assert ALL_CODES == tuple(rule.code for rule in ALL_RULES)
 
 
 def test_no_page_without_a_rule():

@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from gpumem_lint import progress, runner
+from gpumem_lint import engine, progress
 from gpumem_lint.rules import ALL_RULES
 from gpumem_lint.runner import Job, lint_jobs
 
 
 def test_an_engine_crash_becomes_an_internal_error_for_that_file_only(tmp_path, monkeypatch):
-    real = runner.lint_bytes
+    real = engine.lint_bytes
 
     def crash_on_b(data, display, rules, dependencies=None):
         if display == "b.py":
             raise AttributeError("planted")
         return real(data, display, rules, dependencies)
 
-    monkeypatch.setattr(runner, "lint_bytes", crash_on_b)
+    monkeypatch.setattr(engine, "lint_bytes", crash_on_b)  # the runner looks it up per file
     for name in ("a.py", "b.py"):
         (tmp_path / name).write_text("def f(:\n")
     codes = tuple(rule.code for rule in ALL_RULES)

@@ -9,8 +9,7 @@ from enum import Enum
 from rich.console import Console
 from rich.text import Text
 
-from gpumem_lint.diagnostics import Applicability, Diagnostic
-from gpumem_lint.fixes import fix_allowed
+from gpumem_lint.diagnostics import Applicability, Diagnostic, fix_allowed
 from gpumem_lint.output import concise, full, github, json_format, json_lines, junit, sarif, statistics
 
 

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.text import Text
 
 from gpumem_lint.diagnostics import Applicability, Diagnostic, Fix
-from gpumem_lint.engine import decode_source
+from gpumem_lint.source import decode_source
 from gpumem_lint.output.concise import header, printable
 
 CONTEXT_LINES = 2

@@ -19,24 +19,25 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from rich.console import Console
 
 from gpumem_lint import __version__
 from gpumem_lint.diagnostics import Diagnostic, Severity
-from gpumem_lint.docs import render_rule_page
-from gpumem_lint.engine import decode_source
-from gpumem_lint.rules import ALL_RULES
-from gpumem_lint.rules.base import Rule
+from gpumem_lint.rules import ALL_CODES
+from gpumem_lint.source import decode_source
+
+if TYPE_CHECKING:
+    from gpumem_lint.rules.base import Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 #: GitHub's limit on `fullDescription.text`.
 DESCRIPTION_LIMIT = 1024
 _SECTION = re.compile(r"^## What it does\n(?P<body>.*?)(?=^## |\Z)", re.MULTILINE | re.DOTALL)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_RULE_INDEX = {rule.code: index for index, rule in enumerate(ALL_RULES)}
+_RULE_INDEX = {code: index for index, code in enumerate(ALL_CODES)}
 
 
 def render(diagnostics: Sequence[Diagnostic], console: Console) -> None:
@@ -44,6 +45,8 @@ def render(diagnostics: Sequence[Diagnostic], console: Console) -> None:
 
 
 def sarif_log(diagnostics: Sequence[Diagnostic], cwd: Path | None = None) -> dict[str, Any]:
+    from gpumem_lint.rules import ALL_RULES
+
     root = Path(os.path.abspath(cwd or Path.cwd()))
     ordered = sorted(diagnostics, key=lambda diagnostic: diagnostic.sort_key)
     occurrences: Counter[tuple[str, str, str]] = Counter()
@@ -77,6 +80,8 @@ def sarif_log(diagnostics: Sequence[Diagnostic], cwd: Path | None = None) -> dic
 
 
 def rule_descriptor(rule: type[Rule]) -> dict[str, Any]:
+    from gpumem_lint.docs import render_rule_page
+
     page = render_rule_page(rule)
     level = _level(rule.severity)
     return {

@@ -273,7 +273,7 @@ def _shared_summary(path: Path, mtime: int, depth: int, function: str | None) ->
 
 
 def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Summary | None:
-    from gpumem_lint.engine import decode_source
+    from gpumem_lint.source import decode_source
 
     if mtime < 0 or path in _IN_PROGRESS:
         return None

@@ -89,9 +89,7 @@ def _report(session, options: TraceOptions) -> bool:
         from gpumem_lint.trace.crossref import cross_reference, executed_first_party_files, static_findings
 
         script = _script_path(options)
-        selected = frozenset(
-            rule.code for rule in RuleSelection.from_settings(load_settings([script or "."], options.overrides)).rules
-        )
+        selected = frozenset(RuleSelection.from_settings(load_settings([script or "."], options.overrides)).codes)
         static = []
         if options.static:
             static = static_findings(executed_first_party_files(script, session.sites), options.overrides)

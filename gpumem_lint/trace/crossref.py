@@ -19,10 +19,11 @@ from pathlib import Path
 
 from gpumem_lint.config import CliOverrides, load_settings
 from gpumem_lint.diagnostics import Diagnostic, Position, RelatedLocation, Severity
-from gpumem_lint.engine import decode_source, lint_path
+from gpumem_lint.engine import lint_path
 from gpumem_lint.noqa import parse_suppressions
 from gpumem_lint.rules import RULES_BY_CODE
 from gpumem_lint.selection import RuleSelection
+from gpumem_lint.source import decode_source
 from gpumem_lint.trace.findings import Finding
 from gpumem_lint.trace.sites import Site, SiteFinder, display_path
 
@@ -53,8 +54,8 @@ def static_findings(files: Sequence[Path], overrides: CliOverrides) -> list[Diag
     diagnostics: list[Diagnostic] = []
     for path in files:
         settings = load_settings([str(path)], overrides)
-        rules = RuleSelection.from_settings(settings).rules_for(path)
-        diagnostics.extend(lint_path(path, display_path(str(path)), rules))
+        codes = RuleSelection.from_settings(settings).codes_for(path)
+        diagnostics.extend(lint_path(path, display_path(str(path)), [RULES_BY_CODE[code] for code in codes]))
     return [d for d in diagnostics if d.code in RULES_BY_CODE and not d.code.startswith("GML0")]
 
 
