@@ -44,6 +44,10 @@ _DELIBERATE_OR_ERROR = frozenset({AliasKind.DATA, AliasKind.DETACH, AliasKind.EX
 #: Aliases of a state_dict entry or a numpy bridge are still that: `sd[k].detach()`.
 _PASS_THROUGH = frozenset({AliasKind.VIEW, AliasKind.DETACH, AliasKind.DATA})
 
+_OPERATIONS = frozenset({cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation})
+_COLLECTIONS = frozenset({cst.Tuple, cst.List, cst.Set})
+_COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
+
 
 @dataclass
 class _Loop:
@@ -465,34 +469,37 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
     # ---------------------------------------------------------- expressions
 
     def _eval(self, node: cst.BaseExpression, state: State, record: bool = True) -> Value:
-        if isinstance(node, (cst.Name, cst.Attribute)):
+        # Compared by exact type: libcst's expression classes have no subclasses, and isinstance
+        # against them (abstract-class machinery) was a tenth of the analysis.
+        kind = type(node)
+        if kind is cst.Name or kind is cst.Attribute:
             return self._load(node, state, record)
-        if isinstance(node, cst.Call):
+        if kind is cst.Call:
             return self._call(node, state)
-        if isinstance(node, cst.Subscript):
+        if kind is cst.Subscript:
             return self._subscript(node, state)
-        if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation)):
+        if kind in _OPERATIONS:
             tensor = False
             for child in _operands(node):
                 operand = self._eval(child, state)
                 tensor |= operand.tensor
                 self._in_graph(operand)
             return Value(frozenset({self._fresh(node, "", EMPTY, tensor=tensor)}), tensor=tensor)
-        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        if kind in _COLLECTIONS:
             handles: set[Handle] = set()
             for element in node.elements:
                 handles |= self._eval(element.value, state).handles
             return Value(frozenset(handles), container=True)
-        if isinstance(node, cst.Dict):
+        if kind is cst.Dict:
             handles = set()
             for element in node.elements:
                 if isinstance(element, cst.DictElement):
                     self._eval(element.key, state)
                 handles |= self._eval(element.value, state).handles
             return Value(frozenset(handles), container=True)
-        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        if kind in _COMPREHENSIONS:
             return self._comprehension(node, state)
-        if isinstance(node, cst.IfExp):
+        if kind is cst.IfExp:
             self._eval(node.test, state)
             body, orelse = self._eval(node.body, state), self._eval(node.orelse, state)
             return Value(
@@ -501,16 +508,16 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
                 body.ndarray or orelse.ndarray,
                 body.container or orelse.container,
             )
-        if isinstance(node, cst.NamedExpr):
+        if kind is cst.NamedExpr:
             value = self._eval(node.value, state)
             self._bind(node.target, value, node.value, state)
             return value
-        if isinstance(node, cst.Await):
+        if kind is cst.Await:
             return self._eval(node.expression, state)
-        if isinstance(node, (cst.Yield, cst.StarredElement)):
+        if kind is cst.Yield or kind is cst.StarredElement:
             inner = node.value.item if isinstance(node.value, cst.From) else node.value
             return self._eval(inner, state) if isinstance(inner, cst.BaseExpression) else EMPTY
-        if isinstance(node, (cst.FormattedString, cst.ConcatenatedString)):
+        if kind is cst.FormattedString or kind is cst.ConcatenatedString:
             for child in _formatted_expressions(node):
                 self._eval(child, state)
             return EMPTY

@@ -14,10 +14,10 @@ import libcst as cst
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a pure Name/Attribute chain, else None."""
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:  # exact types: isinstance against libcst's classes is slow
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
