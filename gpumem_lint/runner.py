@@ -15,10 +15,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpumem_lint.cache import Cache, content_hash
 from gpumem_lint.diagnostics import Diagnostic, Position, fix_allowed
 from gpumem_lint.source import decode_source
+
+if TYPE_CHECKING:
+    from gpumem_lint.rules.base import Rule
 
 #: Below this many files a process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 16
@@ -91,15 +95,13 @@ def lint_jobs(
         pending.append((index, job, data, digest))
     work = [(job, data, digest, fix) for _, job, data, digest in pending]
     workers = min(cores or _available_cores(), len(work) // _PARALLEL_THRESHOLD)
-    if work:
-        # The linter (rules, libcst) is loaded only when a file is not answered from the cache,
-        # and before the pool starts, so that forked workers share it.
-        import gpumem_lint.engine  # noqa: F401
-        from gpumem_lint.semantic.module_graph import share_summaries
     if workers <= 1:
         outcomes = map(_run_job, work)
         _collect(pending, outcomes, results, cache, on_file_done)
     else:
+        from gpumem_lint.semantic.module_graph import share_summaries
+
+        _load_linter()  # here, once, rather than in every worker the pool forks
         with (
             tempfile.TemporaryDirectory(prefix="gpumem-lint-") as shared,
             ProcessPoolExecutor(max_workers=workers, initializer=share_summaries, initargs=(Path(shared),)) as pool,
@@ -159,11 +161,18 @@ def _run_job(work: tuple[Job, bytes | None, str | None, FixMode | None]) -> File
         )
 
 
-def _lint_or_fix(job: Job, data: bytes | None, digest: str | None, fix: FixMode | None) -> FileResult:
-    from gpumem_lint.engine import lint_bytes, lint_path
+def _load_linter() -> dict[str, type[Rule]]:
+    """The rules by code, with the engine (and libcst): loaded only for a file the cache cannot answer."""
+    import gpumem_lint.engine  # noqa: F401
     from gpumem_lint.rules import RULES_BY_CODE
 
-    rules = [RULES_BY_CODE[code] for code in job.codes]
+    return RULES_BY_CODE
+
+
+def _lint_or_fix(job: Job, data: bytes | None, digest: str | None, fix: FixMode | None) -> FileResult:
+    from gpumem_lint.engine import lint_bytes, lint_path
+
+    rules = [_load_linter()[code] for code in job.codes]
     if data is None:
         return FileResult(tuple(lint_path(job.path, job.display, rules)))
     if fix is not None:
