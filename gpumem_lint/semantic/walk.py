@@ -96,52 +96,22 @@ def _shapes(kind: type) -> tuple[tuple[str, int], ...]:
 
 
 def _shape(annotation: object) -> int:
-    if get_origin(annotation) in _SEQUENCES:
-        (element,) = get_args(annotation)[:1] or (object,)
-        return {_NOTHING: _NOTHING, _NODE: _NODES}.get(_shape(element), _CHECK_EACH)
-    members = get_args(annotation) if get_origin(annotation) in (Union, types.UnionType) else (annotation,)
-    kinds = {_member(member) for member in members}
-    if kinds == {_NOTHING}:
+    """How to read a field annotated so."""
+    origin = get_origin(annotation)
+    if origin in _SEQUENCES:
+        element = _shape(get_args(annotation)[0]) if get_args(annotation) else _CHECK
+        return _NOTHING if element == _NOTHING else _NODES if element == _NODE else _CHECK_EACH
+    if origin in (Union, types.UnionType):
+        members = {_shape(member) for member in get_args(annotation)}
+        if members in ({_NOTHING}, {_NODE}):
+            return members.pop()
+        return _CHECK_EACH if members & {_NODES, _CHECK_EACH} else _CHECK  # `Optional[Name]`: check
+    if origin is Literal:
         return _NOTHING
-    if kinds == {_NODE}:
-        return _NODE
-    return _CHECK if "sequence" not in kinds else _CHECK_EACH
-
-
-def _member(member: object) -> str | int:
-    """_NODE: always a node to enter; _NOTHING: never one; else "value" (look at it) or "sequence"."""
-    if get_origin(member) in _SEQUENCES:
-        return "sequence"
-    if not isinstance(member, type):
-        return _NOTHING if get_origin(member) is Literal else "value"
-    if not issubclass(member, cst.CSTNode):
-        return _NOTHING  # str, bool, None, MaybeSentinel
-    if issubclass(member, _LAYOUT):
-        return _NOTHING
-    if any(issubclass(layout, member) for layout in _LAYOUT):
-        return "value"  # a base class that layout nodes share
+    if not isinstance(annotation, type):
+        return _CHECK  # an annotation this does not know: look at the value
+    if not issubclass(annotation, cst.CSTNode) or issubclass(annotation, _LAYOUT):
+        return _NOTHING  # str, bool, None, MaybeSentinel, layout
+    if any(issubclass(layout, annotation) for layout in _LAYOUT):
+        return _CHECK  # a base class that layout nodes share
     return _NODE
-
-
-_HANDLERS: dict[tuple[type, type], tuple] = {}
-
-
-class Walker:
-    def walk(self, node: cst.CSTNode) -> None:
-        visit, leave = _handlers(type(self), type(node))
-        if visit is None or visit(self, node) is not False:
-            for child in child_nodes(node):
-                self.walk(child)
-        if leave is not None:
-            leave(self, node)
-
-
-def _handlers(walker: type, kind: type) -> tuple:
-    found = _HANDLERS.get((walker, kind))
-    if found is None:
-        name = kind.__name__
-        found = _HANDLERS[(walker, kind)] = (
-            getattr(walker, f"visit_{name}", None),
-            getattr(walker, f"leave_{name}", None),
-        )
-    return found
