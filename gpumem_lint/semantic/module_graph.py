@@ -24,7 +24,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from gpumem_lint.fast_path import ast_statements, cpython_tree
+from gpumem_lint.fast_path import Reduction, ast_statements, cpython_tree
 from gpumem_lint.knowledge.lockin import lockin_table
 from gpumem_lint.semantic.import_time_source import ImportStatements, import_time_source
 from gpumem_lint.semantic.imports import dotted_name
@@ -285,15 +285,13 @@ def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Sum
         tree = cpython_tree(text)
         acts = _calls_that_act(tree, path) if function is None and tree is not None else None
         reduced = import_time_source(text, tree, function, acts)
-        if isinstance(reduced, ImportStatements):
-            module = None  # all it runs is import statements: no need for libcst
-        else:
-            if reduced is not None:
-                text = reduced.text
-            module = cst.parse_module(text)
+        if isinstance(reduced, Reduction):
+            text = reduced.text
+        # All that an import of statements only runs is those statements: no need for libcst.
+        module = None if isinstance(reduced, ImportStatements) else cst.parse_module(text)
     except (OSError, cst.ParserSyntaxError, RecursionError, MemoryError, UnicodeDecodeError, SyntaxError, LookupError):
         return None
-    if isinstance(reduced, ImportStatements):
+    if module is None:
         return _import_statements_summary(reduced, path, depth)
     return summary_of(module, text, reduced.origin if reduced else None, path, depth, function)
 
@@ -320,6 +318,7 @@ def _import_statements_summary(imports: ImportStatements, path: Path, depth: int
 
 
 def _absolute_modules(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The modules an import statement names absolutely (a relative import names none)."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     return [node.module] if node.module and not node.level else []

@@ -115,3 +115,27 @@ def _shape(annotation: object) -> int:
     if any(issubclass(layout, annotation) for layout in _LAYOUT):
         return _CHECK  # a base class that layout nodes share
     return _NODE
+
+
+_HANDLERS: dict[tuple[type, type], tuple] = {}
+
+
+class Walker:
+    def walk(self, node: cst.CSTNode) -> None:
+        visit, leave = _handlers(type(self), type(node))
+        if visit is None or visit(self, node) is not False:
+            for child in child_nodes(node):
+                self.walk(child)
+        if leave is not None:
+            leave(self, node)
+
+
+def _handlers(walker: type, kind: type) -> tuple:
+    found = _HANDLERS.get((walker, kind))
+    if found is None:
+        name = kind.__name__
+        found = _HANDLERS[(walker, kind)] = (
+            getattr(walker, f"visit_{name}", None),
+            getattr(walker, f"leave_{name}", None),
+        )
+    return found
