@@ -243,3 +243,22 @@ def test_console_script_entry_point(tmp_path):
     )
     assert result.returncode == 1
     assert result.stdout.startswith("bad.py:2:7: GML001 ")
+
+
+@pytest.mark.parametrize(("arguments", "code"), [(["bad.py"], 1), (["--select", "NOPE", "bad.py"], 2), (["ok.py"], 0)])
+def test_the_program_exits_without_teardown_yet_says_everything(tmp_path, arguments, code):
+    """`gpumem-lint` skips the interpreter's teardown (cli._exit_now): the report is still whole, and the exit code kept."""
+    write(tmp_path / "bad.py", SYNTAX_ERROR)
+    write(tmp_path / "ok.py", "x = 1\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "gpumem_lint", "--output-format", "json", *arguments],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == code
+    if code == 1:
+        assert [d["code"] for d in json.loads(result.stdout)] == ["GML001"]  # flushed before the exit
+    if code == 2:
+        assert "unknown rule selector 'NOPE'" in result.stderr
