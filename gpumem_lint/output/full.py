@@ -21,8 +21,8 @@ from rich.console import Console
 from rich.text import Text
 
 from gpumem_lint.diagnostics import Applicability, Diagnostic, Fix
-from gpumem_lint.source import decode_source
 from gpumem_lint.output.concise import header, printable
+from gpumem_lint.source import decode_source
 
 CONTEXT_LINES = 2
 TAB_SIZE = 4
