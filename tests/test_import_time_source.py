@@ -181,6 +181,55 @@ CASES = [
         """
         import torch
 
+        class Config:
+            \"\"\"Run at import, never by a call.\"\"\"
+            import os
+            device = torch.device("cuda")
+            torch.cuda.init()
+
+            class Inner:
+                size: int = 1
+
+            def __init__(self):
+                self.make()
+
+            def make(self):
+                torch.cuda.set_device(0)
+
+        class Only:
+            lr = 0.1; momentum = torch.zeros(1, device="cuda")
+
+        def build():
+            return Config()
+        """,
+        "build",
+        """
+        import torch
+
+        class Config:
+            import os
+
+            class Inner:
+                pass
+
+            def __init__(self):
+                self.make()
+
+            def make(self):
+                torch.cuda.set_device(0)
+
+        class Only:
+            pass
+
+        def build():
+            return Config()
+        """,
+        id="a-function-summary-runs-no-class-body",
+    ),
+    pytest.param(
+        """
+        import torch
+
         x = torch.zeros(1)
 
         def f(): return 1

@@ -69,10 +69,12 @@ def import_time_source(
             called |= _called(node.body)
     if function is None and acts is not None and not kept and not _anything_acts(nodes, acts):
         return _imports_only(lines, tree)
-    hollow = [node for node, _ in definitions if id(node) not in kept and _own_lines(node, lines)]
-    if not hollow:
+    spans = [_body_span(node, lines) for node, _ in definitions if id(node) not in kept and _own_lines(node, lines)]
+    if function is not None:  # a call runs no class body: only its methods
+        spans += [span for node in _classes(tree.body) for span in _class_statement_spans(node, lines)]
+    if not spans:
         return None
-    return _hollowed(lines, hollow)
+    return _hollowed(lines, spans)
 
 
 def _anything_acts(nodes: list[ast.AST], acts: Callable[[ast.Call], bool]) -> bool:
@@ -157,6 +159,41 @@ def _own_lines(node: ast.stmt, lines: list[str]) -> bool:
     return before.strip() in ("", "@")
 
 
+def _classes(body: list[ast.stmt]) -> Iterator[ast.ClassDef]:
+    """The classes outside any function body (whose bodies a call of the module's functions never runs)."""
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            yield node
+        if not isinstance(node, _FUNCTION):
+            for block in ast_blocks(node):
+                yield from _classes(block)
+
+
+def _class_statement_spans(node: ast.ClassDef, lines: list[str]) -> list[_Span]:
+    """A class body's statements other than definitions, run by nothing a function summary follows,
+    as spans that keep only their import statements (or `pass`, for a body left with nothing)."""
+    if not _own_lines(node, lines):
+        return []
+    spans: list[_Span] = []
+    run: list[ast.stmt] = []
+    for statement in [*node.body, None]:
+        if statement is not None and not _defines(statement):
+            run.append(statement)
+            continue
+        if run:
+            first = _start(run[0])
+            spans.append(_Span(first, _end(run[-1]), _indentation(lines[first - 1]), _imports(run, lines)))
+            run = []
+    if all(not _defines(statement) for statement in node.body) and not any(span.statements for span in spans):
+        spans[0].statements = ["pass"]
+    return spans
+
+
+def _defines(statement: ast.stmt) -> bool:
+    """Whether a statement is, or holds, a function or class definition."""
+    return any(isinstance(child, (*_FUNCTION, ast.ClassDef)) for child in ast.walk(statement))
+
+
 def _start(node: ast.stmt) -> int:
     return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
 
@@ -165,19 +202,33 @@ def _end(node: ast.AST) -> int:
     return getattr(node, "end_lineno", None) or node.lineno
 
 
-def _hollowed(lines: list[str], hollow: list[ast.stmt]) -> Reduction:
+@dataclass
+class _Span:
+    """Lines `first` to `last` of the file, replaced by `statements` at `indent`."""
+
+    first: int
+    last: int
+    indent: str
+    statements: list[str]
+
+
+def _body_span(node: ast.stmt, lines: list[str]) -> _Span:
+    """A function's body, hollowed: its import statements, or `pass`."""
+    first = _start(node.body[0])
+    return _Span(first, _end(node), _indentation(lines[first - 1]), _imports(node.body, lines) or ["pass"])
+
+
+def _hollowed(lines: list[str], spans: list[_Span]) -> Reduction:
     out: list[str] = []
     origin: list[int] = []
     line = 1  # the next line of the file to copy
-    for node in sorted(hollow, key=lambda node: node.lineno):
-        first, last = _start(node.body[0]), _end(node)
-        out.extend(lines[line - 1 : first - 1])
-        origin.extend(range(line, first))
-        indent = _indentation(lines[first - 1])
-        for statement in _imports(node.body, lines) or ["pass"]:
-            out.append(indent + statement + "\n")
-            origin.extend([first] * len(split_lines(statement)))
-        line = last + 1
+    for span in sorted(spans, key=lambda span: span.first):
+        out.extend(lines[line - 1 : span.first - 1])
+        origin.extend(range(line, span.first))
+        for statement in span.statements:
+            out.append(span.indent + statement + "\n")
+            origin.extend([span.first] * len(split_lines(statement)))
+        line = span.last + 1
     tail = lines[line - 1 :]
     out.extend(tail)
     origin.extend(range(line, line + len(tail)))
