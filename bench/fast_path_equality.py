@@ -22,8 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import default_corpora, python_files
 
 from gpumem_lint import fast_path
-from gpumem_lint.engine import decode_source, lint_source
+from gpumem_lint.engine import active_rules, lint_source
 from gpumem_lint.rules import ALL_RULES
+from gpumem_lint.source import decode_source
 
 
 def main() -> int:
@@ -70,7 +71,7 @@ def _compare(job: tuple[Path, tuple[str, ...]]) -> tuple[list[str], int, int, in
     full = lint_source(text, str(path), rules)
     fast_path.enabled = True
     fast = lint_source(text, str(path), rules)
-    active = [rule for rule in rules if rule.triggers and any(t in text for t in rule.triggers)]
+    active = active_rules(text, rules)
     reduction = fast_path.reduce_source(text, active) if active else None
     given = 0 if not active else (len(reduction.origin) if reduction else lines)
     differences = []

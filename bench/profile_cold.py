@@ -29,6 +29,7 @@ from gpumem_lint.context import FileContext
 from gpumem_lint.rules import ALL_RULES
 from gpumem_lint.semantic import module_graph
 from gpumem_lint.semantic.model import SemanticModel
+from gpumem_lint.source import decode_source
 
 _spent: dict[str, float] = {}
 _stack: list[list] = []  # [stage, started, time spent in nested stages]
@@ -87,7 +88,7 @@ def main() -> int:
         files = python_files(available[name])[: args.limit or None]
         for path in files:
             try:
-                texts.append((str(path), engine.decode_source(path.read_bytes())))
+                texts.append((str(path), decode_source(path.read_bytes())))
             except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
                 continue
     read = time.process_time() - started

@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpora import default_corpora, python_files
 
 from gpumem_lint.autofix import fix_source, parses
-from gpumem_lint.engine import decode_source
 from gpumem_lint.rules import ALL_RULES
+from gpumem_lint.source import decode_source
 
 
 def lint_corpus(root: Path) -> dict:

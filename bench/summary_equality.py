@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import libcst
 from corpora import default_corpora, python_files
 
-from gpumem_lint.engine import decode_source
 from gpumem_lint.semantic import module_graph
 from gpumem_lint.semantic.import_time_source import ImportStatements, import_time_source
+from gpumem_lint.source import decode_source
 
 
 def main() -> int:

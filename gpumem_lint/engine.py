@@ -69,20 +69,7 @@ def _check(
     text: str, display: str, rules: Sequence[type[Rule]], used: set[tuple[int, str]], dependencies: set[Path]
 ) -> list[Diagnostic]:
     """The rules' findings; `used` collects (row, code) of each `# noqa` that suppressed one."""
-    shown: dict[re.Pattern[str], bool] = {}  # a family's rules share a file trigger: search once
-
-    def shows(pattern: re.Pattern[str]) -> bool:
-        if pattern not in shown:
-            shown[pattern] = pattern.search(text) is not None
-        return shown[pattern]
-
-    active = [
-        rule
-        for rule in rules
-        if rule.triggers
-        and any(t in text for t in rule.triggers)
-        and (rule.file_trigger is None or shows(rule.file_trigger))
-    ]
+    active = active_rules(text, rules)
     if not active or "\x00" in text:  # CPython refuses NUL bytes, libcst does not
         return _syntax_only(text, display, rules)
     try:
@@ -107,6 +94,24 @@ def _check(
     if not reports:
         return []
     return _locate_and_suppress(ctx, reports, used)
+
+
+def active_rules(text: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+    """The rules whose pre-filters the text passes: a trigger word, and the file trigger if any."""
+    shown: dict[re.Pattern[str], bool] = {}  # a family's rules share a file trigger: search once
+
+    def shows(pattern: re.Pattern[str]) -> bool:
+        if pattern not in shown:
+            shown[pattern] = pattern.search(text) is not None
+        return shown[pattern]
+
+    return [
+        rule
+        for rule in rules
+        if rule.triggers
+        and any(t in text for t in rule.triggers)
+        and (rule.file_trigger is None or shows(rule.file_trigger))
+    ]
 
 
 def _parse(text: str, active: Sequence[type[Rule]]) -> tuple[cst.Module, list[int] | None]:

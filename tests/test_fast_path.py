@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from gpumem_lint import fast_path
-from gpumem_lint.engine import decode_source, lint_source
+from gpumem_lint.engine import lint_source
 from gpumem_lint.knowledge import knowledge
 from gpumem_lint.rules import ALL_RULES
+from gpumem_lint.source import decode_source
 
 ROOT = Path(__file__).resolve().parent.parent
 ALIAS_RULES = [rule for rule in ALL_RULES if rule.scope_triggers is not None]
