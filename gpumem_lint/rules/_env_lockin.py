@@ -81,7 +81,7 @@ def _read_again(order, write: EnvWrite, row: Variable, ctx: FileContext) -> bool
     rereaders = frozenset().union(*(table.events_implying(event) for event in row.reread_by))
     if rereaders and order.first_event_after(write.node, rereaders, reached=True):
         return True
-    return bool(row.api) and any(name in row.api for name in _called_names(ctx, order))
+    return bool(row.api) and any(name in row.api for name in ctx.shared(_called_names))
 
 
 def message(write: EnvWrite, row: Variable, site: Site) -> str:
@@ -155,8 +155,9 @@ def _applicable(rows: list[Variable], write: EnvWrite) -> list[Variable]:
     return [row for row in rows if row.value is None or (value is not None and row.value.search(value))]
 
 
-def _called_names(ctx: FileContext, order) -> set[str]:
-    collector = _CallNames(order.imports)
+def _called_names(ctx: FileContext) -> set[str]:
+    """Every call's qualified name in the module (one walk, for every write and rule that asks)."""
+    collector = _CallNames(ctx.program_order.imports)
     collector.walk(ctx.module)
     return collector.names
 
