@@ -17,9 +17,10 @@ from pathlib import Path
 import libcst as cst
 
 from gpumem_lint.context import FileContext
+from gpumem_lint.cst_parse import parse_module
 from gpumem_lint.deep_stack import call_on_deep_stack, on_deep_stack
 from gpumem_lint.diagnostics import Diagnostic, Position
-from gpumem_lint.fast_path import paused_gc, reduce_source
+from gpumem_lint.fast_path import reduce_source
 from gpumem_lint.fixes import locate
 from gpumem_lint.noqa import parse_suppressions
 from gpumem_lint.rules import InternalError, InvalidSyntax, UnreadableFile
@@ -117,13 +118,12 @@ def active_rules(text: str, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
 def _parse(text: str, active: Sequence[type[Rule]]) -> tuple[cst.Module, list[int] | None]:
     """The module libcst needs for these rules, and where its lines are in the file (None: all of it)."""
     reduction = reduce_source(text, active)
-    with paused_gc():
-        if reduction is not None:
-            try:
-                return cst.parse_module(reduction.text), reduction.origin
-            except (cst.ParserSyntaxError, RecursionError, MemoryError):
-                pass  # the full parse reports what is wrong, as it always has
-        return cst.parse_module(text), None
+    if reduction is not None:
+        try:
+            return parse_module(reduction.text), reduction.origin
+        except (cst.ParserSyntaxError, RecursionError, MemoryError):
+            pass  # the full parse reports what is wrong, as it always has
+    return parse_module(text), None
 
 
 def _locate_and_suppress(

@@ -24,15 +24,15 @@ before, and reports exactly what it always did.
 from __future__ import annotations
 
 import ast
-import gc
 import re
 import warnings
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import TYPE_CHECKING
+
+from gpumem_lint import collector
 
 if TYPE_CHECKING:
     from gpumem_lint.rules.base import Rule
@@ -56,24 +56,10 @@ _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
 _IMPORT = (ast.Import, ast.ImportFrom)
 
 
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """While a syntax tree is built. Neither CPython's nor libcst's trees hold reference cycles, so the
-    cyclic collector, which would scan the growing tree again and again, only costs time (5-10 % of a
-    libcst parse)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def cpython_tree(text: str) -> ast.Module | None:
     """CPython's tree of a module (about a tenth of libcst's cost), or None when CPython rejects it."""
     try:
-        with warnings.catch_warnings(), paused_gc():  # CPython's SyntaxWarnings are not ours to print
+        with warnings.catch_warnings(), collector.paused():  # CPython's SyntaxWarnings are not ours to print
             warnings.simplefilter("ignore")
             return compile(text, "<gpumem-lint>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):

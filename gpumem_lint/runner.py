@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpumem_lint import collector
 from gpumem_lint.cache import Cache, content_hash
 from gpumem_lint.diagnostics import Diagnostic, Position, fix_allowed
 from gpumem_lint.source import decode_source
@@ -95,18 +96,19 @@ def lint_jobs(
         pending.append((index, job, data, digest))
     work = [(job, data, digest, fix) for _, job, data, digest in pending]
     workers = min(cores or _available_cores(), len(work) // _PARALLEL_THRESHOLD)
-    if workers <= 1:
-        outcomes = map(_run_job, work)
-        _collect(pending, outcomes, results, cache, on_file_done)
-    else:
-        from gpumem_lint.semantic.module_graph import share_summaries
+    if work:
+        _load_linter()  # before the heap is frozen; once, rather than in every worker the pool forks
+    with collector.linting():
+        if workers <= 1:
+            _collect(pending, map(_run_job, work), results, cache, on_file_done)
+        else:
+            from gpumem_lint.semantic.module_graph import share_summaries
 
-        _load_linter()  # here, once, rather than in every worker the pool forks
-        with (
-            tempfile.TemporaryDirectory(prefix="gpumem-lint-") as shared,
-            ProcessPoolExecutor(max_workers=workers, initializer=share_summaries, initargs=(Path(shared),)) as pool,
-        ):
-            _collect(pending, pool.map(_run_job, work, chunksize=_CHUNK_SIZE), results, cache, on_file_done)
+            with (
+                tempfile.TemporaryDirectory(prefix="gpumem-lint-") as shared,
+                ProcessPoolExecutor(max_workers=workers, initializer=share_summaries, initargs=(Path(shared),)) as pool,
+            ):
+                _collect(pending, pool.map(_run_job, work, chunksize=_CHUNK_SIZE), results, cache, on_file_done)
     if cache:
         cache.save()
     run = RunResult()

@@ -262,3 +262,19 @@ def test_the_program_exits_without_teardown_yet_says_everything(tmp_path, argume
         assert [d["code"] for d in json.loads(result.stdout)] == ["GML001"]  # flushed before the exit
     if code == 2:
         assert "unknown rule selector 'NOPE'" in result.stderr
+
+
+def test_a_run_never_imports_pydantic(tmp_path):
+    """typer 0.29 made every run import pydantic (74 ms of a 0.28 s start-up); pyproject.toml keeps typer below it."""
+    write(tmp_path / "a.py", "import torch\nx = torch.zeros(3)\nx.add_(1)\n")
+    probe = (
+        "import sys\n"
+        "from gpumem_lint.cli import main\n"
+        "try:\n"
+        "    main(['check', '--no-cache', 'a.py'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] in ('pydantic', 'pydantic_core')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert result.stdout.strip().splitlines()[-1] == "[]"

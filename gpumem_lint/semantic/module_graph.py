@@ -24,6 +24,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from gpumem_lint.cst_parse import parse_module
 from gpumem_lint.fast_path import Reduction, ast_statements, cpython_tree
 from gpumem_lint.knowledge.lockin import lockin_table
 from gpumem_lint.semantic.import_time_source import ImportStatements, import_time_source
@@ -288,7 +289,7 @@ def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Sum
         if isinstance(reduced, Reduction):
             text = reduced.text
         # All that an import of statements only runs is those statements: no need for libcst.
-        module = None if isinstance(reduced, ImportStatements) else cst.parse_module(text)
+        module = None if isinstance(reduced, ImportStatements) else parse_module(text)
     except (OSError, cst.ParserSyntaxError, RecursionError, MemoryError, UnicodeDecodeError, SyntaxError, LookupError):
         return None
     if module is None:
