@@ -25,10 +25,12 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from gpumem_lint.cst_parse import parse_module
-from gpumem_lint.fast_path import Reduction, ast_statements, cpython_tree
+from gpumem_lint.fast_path import ast_statements, cpython_tree
 from gpumem_lint.knowledge.lockin import lockin_table
+from gpumem_lint.semantic import import_time_source as hollowing
 from gpumem_lint.semantic.import_time_source import ImportStatements, import_time_source
 from gpumem_lint.semantic.imports import dotted_name
+from gpumem_lint.semantic.recent import Recent
 from gpumem_lint.semantic.statement_lines import StatementLines, statement_lines
 
 #: How many imports deep first-party modules are followed (the linted file's imports are depth 1).
@@ -47,6 +49,10 @@ class ImportSite:
     line: int
     file: str
     path: Path
+
+
+#: libcst's tree of a module's reduced text, that text, and its lines' numbers in the file (None: the same).
+_Reading = tuple[cst.Module, str, list[int] | None] | ImportStatements
 
 
 @dataclass(frozen=True)
@@ -274,27 +280,64 @@ def _shared_summary(path: Path, mtime: int, depth: int, function: str | None) ->
 
 
 def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Summary | None:
-    from gpumem_lint.source import decode_source
-
     if mtime < 0 or path in _IN_PROGRESS:
         return None
     try:
+        reading = _reading(path, mtime, function)
+    except (OSError, cst.ParserSyntaxError, RecursionError, MemoryError, UnicodeDecodeError, SyntaxError, LookupError):
+        return None
+    if reading is None:
+        return None
+    if isinstance(reading, ImportStatements):
+        return _import_statements_summary(reading, path, depth)
+    module, text, origin = reading
+    return summary_of(module, text, origin, path, depth, function)
+
+
+#: A module is summarised for its import and for each function called from it, at each depth: what
+#: each reads (`_reading`) is kept, and the module's text and CPython's tree (`_source`) for the next
+#: function. CPython's trees take about 45 times their text, libcst's 30: at most 20 MiB in all.
+_RECENT_SOURCES: Recent[tuple[str, ast.Module | None]] = Recent(budget=256 * 1024)
+_RECENT_READINGS: Recent[_Reading] = Recent(budget=256 * 1024)
+
+
+def _reading(path: Path, mtime: int, function: str | None) -> _Reading | None:
+    """What a summary of the import (`function` None) or of a call to `function` reads: libcst's
+    tree of the module's reduced text, that text and where its lines are in the file (None: all of
+    it); or its import statements alone. None for a module too large to summarise."""
+    key = (path, mtime, function, hollowing.enabled)
+    found = _RECENT_READINGS.get(key)
+    if found is not None:
+        return found
+    source = _source(path, mtime)
+    if source is None:
+        return None
+    text, tree = source
+    acts = _calls_that_act(tree, path) if function is None and tree is not None else None
+    reduced = import_time_source(text, tree, function, acts)
+    if isinstance(reduced, ImportStatements):  # all that such an import runs: no need for libcst
+        _RECENT_READINGS.put(key, reduced, sum(len(statement) for _, statement in reduced.statements))
+        return reduced
+    if reduced is not None:
+        text = reduced.text
+    found = (parse_module(text), text, reduced.origin if reduced else None)
+    _RECENT_READINGS.put(key, found, len(text))
+    return found
+
+
+def _source(path: Path, mtime: int) -> tuple[str, ast.Module | None] | None:
+    """The text of the module at `path` and CPython's tree of it; None for a module too large to summarise."""
+    from gpumem_lint.source import decode_source
+
+    found = _RECENT_SOURCES.get((path, mtime))
+    if found is None:
         data = path.read_bytes()
         if len(data) > _MAX_BYTES:
             return None
         text = decode_source(data)
-        tree = cpython_tree(text)
-        acts = _calls_that_act(tree, path) if function is None and tree is not None else None
-        reduced = import_time_source(text, tree, function, acts)
-        if isinstance(reduced, Reduction):
-            text = reduced.text
-        # All that an import of statements only runs is those statements: no need for libcst.
-        module = None if isinstance(reduced, ImportStatements) else parse_module(text)
-    except (OSError, cst.ParserSyntaxError, RecursionError, MemoryError, UnicodeDecodeError, SyntaxError, LookupError):
-        return None
-    if module is None:
-        return _import_statements_summary(reduced, path, depth)
-    return summary_of(module, text, reduced.origin if reduced else None, path, depth, function)
+        found = (text, cpython_tree(text))
+        _RECENT_SOURCES.put((path, mtime), found, len(data))
+    return found
 
 
 def _import_statements_summary(imports: ImportStatements, path: Path, depth: int) -> _Summary:
