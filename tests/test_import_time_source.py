@@ -239,6 +239,28 @@ CASES = [
         id="nothing-to-hollow",
     ),
     pytest.param("def f(:\n    pass\n", None, None, id="what-CPython-rejects-is-read-whole"),
+    pytest.param(
+        """
+        import torch
+
+        def main():
+            torch.cuda.init()
+
+        if __name__ == "__main__":
+            main()
+        """,
+        None,
+        """
+        import torch
+
+        def main():
+            pass
+
+        if __name__ == "__main__":
+            main()
+        """,
+        id="the-main-block-does-not-run-at-import",
+    ),
 ]
 
 
@@ -345,7 +367,24 @@ IMPORT_ONLY_CASES = [
     pytest.param("from torch.cuda import init as start\nstart()\n", None, id="an-alias-of-a-call-the-table-knows"),
     pytest.param("from helpers import setup\nsetup()\n", None, id="a-call-into-a-first-party-module"),
     pytest.param("import torch\ndef main():\n    pass\nmain()\n", None, id="a-call-of-its-own-function"),
-    pytest.param("import torch\nif __name__ == '__main__':\n    import numpy\n", None, id="a-main-guard"),
+    pytest.param("import torch\nif __name__ == '__main__':\n    import numpy\n", "import torch\n", id="a-main-guard"),
+    pytest.param(
+        """
+        import torch
+        if '__main__' == __name__:
+            import numpy
+            torch.cuda.init()
+        else:
+            import helpers
+        """,
+        "import torch\nimport helpers\n",
+        id="a-main-guard-runs-its-else-block-at-import",
+    ),
+    pytest.param(
+        "import torch\nif __name__ == '__ma' 'in__':\n    import numpy\n",
+        "import torch\nimport numpy\n",
+        id="a-guard-program-order-does-not-know-is-any-if",
+    ),
 ]
 
 

@@ -53,7 +53,7 @@ def import_time_source(
         return None
     lines = split_lines(text)
     definitions = list(_definitions(tree.body, None))
-    nodes = [] if function is not None else list(_import_time_nodes(tree.body))
+    nodes = [] if function is not None else list(_import_time_nodes(tree.body, lines))
     called = {function} if function is not None else _called(nodes)
     kept: set[int] = set()
     while True:
@@ -78,20 +78,13 @@ def import_time_source(
 
 
 def _anything_acts(nodes: list[ast.AST], acts: Callable[[ast.Call], bool]) -> bool:
-    """Whether import-time code calls something that acts, or has a `__main__` guard (whose block
-    runs only when the module is a script: its imports are not all the import's)."""
-    for root in nodes:
-        for node in ast.walk(root):
-            if (isinstance(node, ast.Call) and acts(node)) or (
-                isinstance(node, ast.Constant) and node.value == "__main__"
-            ):
-                return True
-    return False
+    """Whether import-time code calls something that acts."""
+    return any(isinstance(node, ast.Call) and acts(node) for root in nodes for node in ast.walk(root))
 
 
 def _imports_only(lines: list[str], tree: ast.Module) -> ImportStatements:
     statements = []
-    for node in _import_time_imports(tree.body):
+    for node in _import_time_imports(tree.body, lines):
         line = lines[_end(node) - 1].encode()
         semicolon = _SEMICOLON.match(line[node.end_col_offset :].decode(errors="replace"))
         # libcst counts a statement's `;` as part of it, and so does the site's text.
@@ -99,14 +92,17 @@ def _imports_only(lines: list[str], tree: ast.Module) -> ImportStatements:
     return ImportStatements(statements)
 
 
-def _import_time_imports(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """The import statements that run at import, in source order (not those in function bodies)."""
+def _import_time_imports(body: list[ast.stmt], lines: list[str]) -> Iterator[ast.stmt]:
+    """The import statements that run at import, in source order (not those in function bodies
+    or in the block of a `__main__` guard)."""
     for node in body:
         if isinstance(node, _IMPORT):
             yield node
+        elif _is_main_guard(node, lines):
+            yield from _import_time_imports(node.orelse, lines)
         elif not isinstance(node, _FUNCTION):
             for block in ast_blocks(node):
-                yield from _import_time_imports(block)
+                yield from _import_time_imports(block, lines)
 
 
 def _definitions(body: list[ast.stmt], owner: str | None) -> Iterator[tuple[ast.stmt, str | None]]:
@@ -119,23 +115,42 @@ def _definitions(body: list[ast.stmt], owner: str | None) -> Iterator[tuple[ast.
                 yield from _definitions(block, node.name if isinstance(node, ast.ClassDef) else owner)
 
 
-def _import_time_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
-    """Everything that runs at import: all but the bodies of functions (their headers run)."""
+def _import_time_nodes(body: list[ast.stmt], lines: list[str]) -> Iterator[ast.AST]:
+    """Everything that runs at import: all but the bodies of functions (their headers run) and
+    the block of a `__main__` guard."""
     for node in body:
-        if isinstance(node, _FUNCTION):
+        if _is_main_guard(node, lines):
+            yield from _import_time_nodes(node.orelse, lines)
+        elif isinstance(node, _FUNCTION):
             yield from node.decorator_list
             yield node.args
             if node.returns is not None:
                 yield node.returns
         elif isinstance(node, ast.ClassDef):
             yield from (*node.decorator_list, *node.bases, *node.keywords)
-            yield from _import_time_nodes(node.body)
+            yield from _import_time_nodes(node.body, lines)
         else:
-            yield from _import_time_nodes([child for block in ast_blocks(node) for child in block])
+            yield from _import_time_nodes([child for block in ast_blocks(node) for child in block], lines)
             yield from (child for child in ast.iter_child_nodes(node) if not isinstance(child, (ast.stmt, *_CLAUSES)))
 
 
 _CLAUSES = (ast.excepthandler, ast.match_case)
+
+
+def _is_main_guard(node: ast.stmt, lines: list[str]) -> bool:
+    """`if __name__ == "__main__":`, as program order reads it (its block runs only in a script;
+    an `else` block at import). The literal must be one plain string, as libcst's `SimpleString`."""
+    if not isinstance(node, ast.If) or not isinstance(test := node.test, ast.Compare) or len(test.comparators) != 1:
+        return False
+    if not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [side for side in sides if isinstance(side, ast.Name) and side.id == "__name__"]
+    strings = [side for side in sides if isinstance(side, ast.Constant) and _segment(side, lines) in _MAIN]
+    return bool(names and strings)
+
+
+_MAIN = ('"__main__"', "'__main__'")
 
 
 def _called(nodes) -> set[str]:
