@@ -13,7 +13,7 @@ import libcst as cst
 import pytest
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS, LAUNCH
+from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS, LAUNCH, _compatible
 from gpumem_lint.semantic.walk import Walker
 
 CASES = {
@@ -330,3 +330,50 @@ def test_calls_into_first_party_functions(tmp_path, monkeypatch):
         "`get_device()` at line 8",
     )
     assert (tmp_path / "helpers" / "devices.py").resolve() in ctx.dependencies
+
+
+# Every fixture whose program order a rule may query, with the first-party modules it imports.
+ORDERED_FIXTURES = sorted(
+    path
+    for path in Path(__file__).resolve().parent.parent.joinpath("fixtures").rglob("*.py")
+    if "import" in path.read_text()
+)
+
+
+def _reference_first(order, node, wanted, before: bool, reached: bool):
+    """The answer of the eager model: every other module's steps laid out in the timelines first."""
+    timelines = [[done for step in timeline for done in step.expanded()] for timeline in order._timelines_built()]
+    prefix = sum(len(step.expanded()) for step in order._import_steps())
+    best = None
+    for timeline_index, timeline in enumerate(timelines):
+        for position, target in enumerate(timeline):
+            if target.node is not node or target.site is not None:
+                continue
+            if reached and timeline_index > 0 and position < prefix:
+                continue
+            for index, step in enumerate(timeline):
+                if index == position or not step.events & wanted:
+                    continue
+                ordered = index < position if before else index > position
+                if not ordered and not set(step.loops) & set(target.loops):
+                    continue
+                if _compatible(step, target) if before else _compatible(target, step):
+                    rank = index if ordered else len(timeline) + index
+                    if best is None or rank < best[0]:
+                        best = (rank, step)
+    return order._site(best[1]) if best else None
+
+
+@pytest.mark.parametrize("path", ORDERED_FIXTURES, ids=lambda path: path.name)
+def test_other_modules_summarised_on_demand_give_the_eager_answers(path, monkeypatch):
+    """Another module's events become steps only when a query reaches its import or call: every
+    query about every step must answer as if they had all been laid out first."""
+    monkeypatch.chdir(path.parent)
+    ctx = _context(path.read_text(), path.name)
+    order = ctx.program_order
+    nodes = {id(step.node): step.node for timeline in order._timelines_built() for step in timeline if not step.runs}
+    queries = [(frozenset(CUDA_INIT_EVENTS), True, False), (frozenset({LAUNCH}), False, True)]
+    for node in nodes.values():
+        for wanted, before, reached in queries:
+            found = order._first(node, wanted, before=before, reached=reached)
+            assert found == _reference_first(order, node, wanted, before, reached), ctx.code(node)

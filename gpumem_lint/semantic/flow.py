@@ -559,6 +559,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
         return None
 
     def _record_reads(self, place: str, node: cst.CSTNode, state: State) -> None:
+        if not state.stale:
+            return  # no write yet that a read could see
         for prefix in place_prefixes(place):
             handles = state.handles_of(prefix)
             for handle in handles:

@@ -16,7 +16,10 @@ Calls to functions of the same module (`main()`, `setup(args)`), to methods of t
 `module_graph`) adds the events that module causes at import time, with their own file and
 line, so "CUDA initialised at import of utils.py:3" is found; a call to a function of such a
 module (`get_device()` after `from utils import get_device`, or `utils.get_device()`) adds the
-events of that function's body. Those files are recorded in `FileContext.dependencies`.
+events of that function's body. Those files are recorded in `FileContext.dependencies`. Such an
+import or call is one step until a query reaches it (a step that can still be the answer): only
+then is the other module summarised and its events laid out there, so that a query about an
+environment write near the top of a file reads none of the modules its functions call.
 
 "On some path": an `if` arm and its `else` arm are exclusive; an arm that ends in `return`
 ends its function's path, one that ends in `raise`/`sys.exit()` ends the program's; inside a
@@ -46,8 +49,9 @@ directory when possible).
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,7 +64,7 @@ from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.walk import Walker
 
 if TYPE_CHECKING:
-    from gpumem_lint.semantic.module_graph import ModuleGraph
+    from gpumem_lint.semantic.module_graph import ImportSite, ModuleGraph
 
 #: How many calls deep same-module functions are followed.
 MAX_DEPTH = 4
@@ -109,6 +113,13 @@ class Step:
     frames: tuple[int, ...]
     #: For a step that stands for another module's call: that call's site (`via` is added when reported).
     site: Site | None = None
+    #: For an import or a call that runs another module's code: the steps of that code's events, made
+    #: (and the module summarised) only when a query reaches this step.
+    runs: Callable[[], list[Step]] | None = None
+
+    def expanded(self) -> list[Step]:
+        """The steps this one stands for: itself, or what the other module's code does."""
+        return self.runs() if self.runs is not None else [self]
 
 
 @dataclass
@@ -257,9 +268,9 @@ class ProgramOrder:
         # program, so only the first of each kind can ever be the first event before something:
         # keeping one per kind stops summaries growing with the size of the import graph.
         first: dict[str, Step] = {}
-        for step in steps:
-            if step.event is not None:
-                first.setdefault(step.event, step)
+        for done in (done for step in steps for done in step.expanded()):
+            if done.event is not None:
+                first.setdefault(done.event, done)
         return [self._site(step) for step in first.values()]
 
     def first_call_after(self, node: cst.CSTNode, names: Collection[str], reached: bool = True) -> Site | None:
@@ -276,7 +287,7 @@ class ProgramOrder:
     ) -> Site | None:
         wanted = frozenset(events)
         matches = matches or (lambda step: bool(step.events & wanted))
-        best: tuple[int, Step] | None = None
+        best: tuple[tuple[int, int], Step] | None = None
         timelines = self._timelines_built()
         for timeline_index, position in self._occurrences().get(id(node), ()):
             if reached and timeline_index > 0 and position < len(self._import_steps()):
@@ -284,16 +295,21 @@ class ProgramOrder:
             timeline = timelines[timeline_index]
             target = timeline[position]
             for index, step in enumerate(timeline):
-                if index == position or not matches(step):
+                if index == position:
                     continue
                 ordered = index < position if before else index > position
                 if not ordered and not _same_loop(step, target):
                     continue
-                if _compatible(step, target) if before else _compatible(target, step):
-                    # Direct order first, then the loop's next iteration.
-                    rank = index if ordered else len(timeline) + index
-                    if best is None or rank < best[0]:
-                        best = (rank, step)
+                # Direct order first, then the loop's next iteration.
+                rank = index if ordered else len(timeline) + index
+                if (best is not None and rank > best[0][0]) or not (
+                    _compatible(step, target) if before else _compatible(target, step)
+                ):
+                    continue  # other modules' code is summarised only for a step that can still be the answer
+                for order, done in enumerate(step.expanded()):
+                    if matches(done) and (best is None or (rank, order) < best[0]):
+                        best = ((rank, order), done)
+                        break
         return self._site(best[1]) if best else None
 
     def _site(self, step: Step) -> Site:
@@ -321,7 +337,7 @@ class ProgramOrder:
             self._timelines = timelines
             for timeline_index, timeline in enumerate(timelines):
                 for position, step in enumerate(timeline):
-                    if step.site is None:  # steps standing for another module's calls are not queried
+                    if step.runs is None:  # steps standing for another module's calls are not queried
                         self._index.setdefault(id(step.node), []).append((timeline_index, position))
         return self._timelines
 
@@ -437,30 +453,42 @@ class ProgramOrder:
         """`setup()` imported from, or `utils.setup()` called on, a first-party module: its events."""
         if self._graph is None:
             return
-        func = call.func
+        graph, func = self._graph, call.func
         if isinstance(func, cst.Name) and func.value in self._bound:
             node, imported = self._bound[func.value]
             if imported is None:
                 return
-            sites = self._graph.call_sites(node, None, imported)
+            module, function = None, imported
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in self._bound:
             node, imported = self._bound[func.value.value]
-            sites = self._graph.call_sites(node, imported or _bound_module(node, func.value.value), func.attr.value)
+            module, function = imported or _bound_module(node, func.value.value), func.attr.value
         else:
             return
-        for site in sites:
-            event = self._table.events.get(site.event)
-            steps.append(
+        steps.append(self._other_module(call, where, lambda: graph.call_sites(node, module, function), named=True))
+
+    def _other_module(
+        self, node: cst.CSTNode, where: _Where, sites: Callable[[], list[ImportSite]], named: bool
+    ) -> Step:
+        """A step for `node`, an import or a call that runs another module's code, whose events (the
+        `sites` of that code) become steps when a query first reaches it. An event the table does not
+        list (a process launch) stands for itself after a call (`named`), for nothing after an import."""
+        events = self._table.events
+
+        def steps() -> list[Step]:
+            return [
                 Step(
-                    call,
-                    event.closure if event else frozenset({site.event}),
+                    node,
+                    events[site.event].closure if site.event in events else frozenset({site.event} if named else ()),
                     site.event,
                     where.path,
                     where.loops,
                     where.frames,
                     Site(site.event, site.call, site.line, site.file),
                 )
-            )
+                for site in sites()
+            ]
+
+        return Step(node, frozenset(), None, where.path, where.loops, where.frames, runs=functools.cache(steps))
 
     def _via(self, node: cst.CSTNode) -> str:
         """The import or call of this module that ran another module's code: found only for a site that
@@ -503,19 +531,9 @@ class ProgramOrder:
 
     def _import_event(self, node: cst.Import | cst.ImportFrom, where: _Where, steps: list[Step]) -> str | None:
         """`import torch` is an event; a first-party import adds that module's import-time events first."""
-        if self._graph is not None and self._source is not None:
-            for site in self._graph.import_sites(node, self._source):
-                steps.append(
-                    Step(
-                        node,
-                        self._table.events[site.event].closure if site.event in self._table.events else frozenset(),
-                        site.event,
-                        where.path,
-                        where.loops,
-                        where.frames,
-                        Site(site.event, site.call, site.line, site.file),
-                    )
-                )
+        graph, source = self._graph, self._source
+        if graph is not None and source is not None:
+            steps.append(self._other_module(node, where, lambda: graph.import_sites(node, source), named=False))
         return "import_torch" if imports_torch(_imported_modules(node)) else None
 
     def _classify(self, call: cst.Call, steps: list[Step]) -> str | None:
