@@ -123,6 +123,21 @@ class Model(nn.Module):
         x.mul_(2)
         return h
 ''',
+    "aliased empty_cache in a training method": """
+import torch
+from torch.cuda import empty_cache as release
+
+class Trainer:
+    def describe(self):
+        return "trainer"
+
+    def fit(self, loader):
+        for batch in loader:
+            loss = self.model(batch).mean()
+            loss.backward()
+            self.optimizer.step()
+            release()
+""",
     "module-level statements": """
 import torch
 weights = torch.ones(4)

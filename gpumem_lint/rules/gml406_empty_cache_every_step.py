@@ -1,3 +1,4 @@
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -64,6 +65,9 @@ class EmptyCacheEveryStep(Rule):
     summary = "`torch.cuda.empty_cache()` on every training step"
     fix_title = "Remove it, or call it once outside the step loop (or every N steps)"
     triggers = ("empty_cache",)
+    # Each finding is an `empty_cache` call, in a loop of the same scope (or an alias of it: the fast
+    # path follows `import ... as`).
+    scope_triggers = (re.compile(r"empty_cache"),)
     VALID = (
         """
 import torch
