@@ -37,7 +37,8 @@ class CallSemantics:
     def _call(self, node: cst.Call, state: State) -> Value:
         func = node.func
         receiver: Value | None = None
-        if isinstance(func, cst.Attribute):
+        attribute = type(func) is cst.Attribute
+        if attribute:
             # Appending to a list, or asking for a size, does not read the values it holds.
             method = func.attr.value
             receiver = self._eval(
@@ -45,24 +46,23 @@ class CallSemantics:
             )
         else:
             self._eval(func, state)
-        metadata = isinstance(func, cst.Name) and func.value in self.k.metadata_functions  # `len(x)`
+        metadata = type(func) is cst.Name and func.value in self.k.metadata_functions  # `len(x)`
         args = [self._eval(arg.value, state, record=not metadata) for arg in node.args]
         name = dotted_name(func)
         if name is not None and not (
-            isinstance(func, cst.Attribute)
-            and (func.attr.value in self.k.not_module_calls or func.attr.value in self.k.tensor_only_methods)
+            attribute and (func.attr.value in self.k.not_module_calls or func.attr.value in self.k.tensor_only_methods)
         ):
             self._in_graph(self._eval(func, state, record=False))  # `model(x)`, `self.encoder(x)`
         if name is not None and args and any(h.role is Role.INPLACE_MODULE for h in state.env.get(name, ())):
             self._write(args[0], node, "inplace module", state)
             return args[0]
-        qualified = self.imports.qualify(func)
+        qualified = self.imports.qualify_name(name) if name is not None else None
         crossing = self._process_call(node, qualified, receiver, args, state)
         if crossing is not None:
             return crossing
         if qualified is not None and (qualified.startswith(("torch.", "numpy.")) or qualified in _IDENTITY_FUNCTIONS):
             return self._library_call(node, qualified, args, state)
-        if qualified is not None and isinstance(func, cst.Attribute):
+        if qualified is not None and attribute:
             return self._fresh_value(node)  # `sympy.expand(e)`, `math.sqrt(x)`: another library's function
         if receiver is not None:
             return self._method_call(node, func.attr.value, receiver, args, state)

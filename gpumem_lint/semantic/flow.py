@@ -103,6 +103,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
         self._loops: list[_Loop] = []
         self._born: set[Handle] = set()  # handles (re)made by the current statement
         self._zip_parts: dict[int, list[Value]] = {}
+        # Kept by node: a loop's body is analysed more than once.
+        self._extents: dict[int, tuple[bool, str | None]] = {}
+        self._codes: dict[int, str] = {}
         self._aliased: set[Storage] = set()  # storages some alias or container refers to
         self._other_bases: dict[Handle, set[Handle]] = {}  # one alias made from several handles
         self._no_grad = 1 if scope.no_grad else 0
@@ -337,7 +340,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
                 any(v.ndarray for v in values),
                 any(v.container for v in values),
             )
-            place = " if ".join(cst.Module([]).code_for_node(source) for source in alternatives)  # never dotted
+            place = " if ".join(map(self._code, alternatives))  # never dotted
             state.env[place] = value.handles  # live until bound, so earlier targets' writes reach it
             pending.append((place, alternatives[0], value))
         for element, (place, source, value) in zip(elements, pending):
@@ -524,23 +527,30 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
         return EMPTY
 
     def _load(self, node: cst.Name | cst.Attribute, state: State, record: bool) -> Value:
-        if isinstance(node, cst.Attribute):
+        if type(node) is cst.Name:
+            place = node.value
+        else:
             special = self._attribute(node, state, record)
             if special is not None:
                 return special
-        place = dotted_name(node)
-        if place is None:  # an attribute of a call or subscript result
-            assert isinstance(node, cst.Attribute)
-            self._eval(node.value, state, record)
-            return EMPTY
+            place = dotted_name(node)
+            if place is None:  # an attribute of a call or subscript result
+                self._eval(node.value, state, record)
+                return EMPTY
         if record:
             self._record_reads(place, node, state)
         handles = state.env.get(place)
         if handles is None:
             handles = frozenset({self._external(place, state)})
             state.env[place] = handles
-        held = state.held.get(place, frozenset())
-        tensor, ndarray = any(h.tensor for h in handles), any(h.ndarray for h in handles)
+        if len(handles) == 1:  # most places hold one thing
+            (handle,) = handles
+            tensor, ndarray = handle.tensor, handle.ndarray
+        else:
+            tensor, ndarray = any(h.tensor for h in handles), any(h.ndarray for h in handles)
+        held = state.held.get(place)
+        if held is None:
+            return Value(handles, tensor, ndarray)
         return Value(handles | held, tensor, ndarray, container=bool(held) and not (tensor or ndarray))
 
     def _attribute(self, node: cst.Attribute, state: State, record: bool) -> Value | None:
@@ -832,18 +842,16 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
 
     def _index_extent(self, node: cst.Subscript) -> tuple[bool, str | None]:
         """Whether `x[...]` reaches all of x (`x[:]`, `x[...]`), and the index text."""
-        elements = node.slice
-        whole = all(
-            (
-                isinstance(e.slice, cst.Slice)
-                and e.slice.lower is None
-                and e.slice.upper is None
-                and e.slice.step is None
-            )
-            or (isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis))
-            for e in elements
-        )
-        return (not whole, None if whole else cst.Module([]).code_for_node(cst.Subscript(cst.Name("_"), elements)))
+        found = self._extents.get(id(node))
+        if found is None:
+            found = self._extents[id(node)] = _index_extent(node)
+        return found
+
+    def _code(self, node: cst.CSTNode) -> str:
+        found = self._codes.get(id(node))
+        if found is None:
+            found = self._codes[id(node)] = cst.Module([]).code_for_node(node)
+        return found
 
     def _is_no_grad(self, node: cst.BaseExpression) -> bool:
         target = node.func if isinstance(node, cst.Call) else node
@@ -864,6 +872,16 @@ def _positional_sources(node: cst.CSTNode, arity: int) -> list[list[cst.BaseExpr
             return None
         return [b + o for b, o in zip(body, orelse)]
     return None
+
+
+def _index_extent(node: cst.Subscript) -> tuple[bool, str | None]:
+    elements = node.slice
+    whole = all(
+        (isinstance(e.slice, cst.Slice) and e.slice.lower is None and e.slice.upper is None and e.slice.step is None)
+        or (isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis))
+        for e in elements
+    )
+    return (not whole, None if whole else cst.Module([]).code_for_node(cst.Subscript(cst.Name("_"), elements)))
 
 
 def _operator(node: cst.AugAssign) -> str:

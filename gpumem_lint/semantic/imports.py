@@ -62,8 +62,10 @@ class ImportTable:
     def qualify(self, node: cst.BaseExpression) -> str | None:
         """The qualified name of an expression like `th.nn.functional.relu`, if imported."""
         name = dotted_name(node)
-        if name is None:
-            return None
+        return None if name is None else self.qualify_name(name)
+
+    def qualify_name(self, name: str) -> str | None:
+        """The qualified name of a dotted name like `th.nn.functional.relu`, if imported."""
         head, _, rest = name.partition(".")
         target = self._names.get(head)
         if target is None:
