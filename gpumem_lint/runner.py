@@ -12,7 +12,6 @@ import os
 import tempfile
 import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -102,6 +101,8 @@ def lint_jobs(
         if workers <= 1:
             _collect(pending, map(_run_job, work), results, cache, on_file_done)
         else:
+            from concurrent.futures import ProcessPoolExecutor  # 14 ms to import: only for a pool
+
             from gpumem_lint.semantic.module_graph import share_summaries
 
             with (

@@ -10,7 +10,7 @@ import json
 import sys
 from dataclasses import dataclass
 from functools import cache, cached_property
-from importlib.resources import files
+from pathlib import Path
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -98,15 +98,20 @@ class Knowledge:
         )
 
 
+def data_text(name: str) -> str:
+    """A data file shipped beside this module (read from the file system: importlib.resources costs
+    5 ms of every start-up, and the package is installed unpacked)."""
+    return Path(__file__).with_name(name).read_text(encoding="utf-8")
+
+
 def _set(values) -> frozenset[str]:
     return frozenset(values)
 
 
 @cache
 def knowledge() -> Knowledge:
-    root = files(__package__)
-    ops = json.loads(root.joinpath("ops.json").read_text(encoding="utf-8"))
-    hand = tomllib.loads(root.joinpath("aliasing.toml").read_text(encoding="utf-8"))
+    ops = json.loads(data_text("ops.json"))
+    hand = tomllib.loads(data_text("aliasing.toml"))
     return Knowledge(
         torch_version=ops["torch_version"],
         inplace_methods=_set(ops["inplace_methods"]),

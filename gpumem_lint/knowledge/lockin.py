@@ -11,7 +11,8 @@ import re
 import sys
 from dataclasses import dataclass
 from functools import cache
-from importlib.resources import files
+
+from gpumem_lint.knowledge import data_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -79,7 +80,7 @@ class LockinTable:
 
 @cache
 def lockin_table() -> LockinTable:
-    data = tomllib.loads(files(__package__).joinpath("lockin.toml").read_text(encoding="utf-8"))
+    data = tomllib.loads(data_text("lockin.toml"))
     raw_events = data["events"]
 
     def closure(event_id: str) -> frozenset[str]:

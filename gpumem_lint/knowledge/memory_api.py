@@ -6,7 +6,8 @@ import json
 import sys
 from dataclasses import dataclass
 from functools import cache
-from importlib.resources import files
+
+from gpumem_lint.knowledge import data_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,9 +30,8 @@ class MemoryApi:
 
 @cache
 def memory_api() -> MemoryApi:
-    root = files(__package__)
-    data = tomllib.loads(root.joinpath("memory_api.toml").read_text(encoding="utf-8"))
-    declared = json.loads(root.joinpath("cuda_private_api.json").read_text(encoding="utf-8"))
+    data = tomllib.loads(data_text("memory_api.toml"))
+    declared = json.loads(data_text("cuda_private_api.json"))
     return MemoryApi(
         fraction_functions=frozenset(data["fraction"]["functions"]),
         device_switches=frozenset(data["fraction"]["device_switches"]),

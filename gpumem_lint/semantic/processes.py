@@ -16,10 +16,10 @@ import re
 import sys
 from dataclasses import dataclass, field
 from functools import cache
-from importlib.resources import files
 
 import libcst as cst
 
+from gpumem_lint.knowledge import data_text
 from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.values import (
     EMPTY,
@@ -62,7 +62,7 @@ class ProcessTable:
 
 @cache
 def process_table() -> ProcessTable:
-    data = tomllib.loads(files("gpumem_lint.knowledge").joinpath("processes.toml").read_text(encoding="utf-8"))
+    data = tomllib.loads(data_text("processes.toml"))
     start = data["start_method"]
 
     def calls(section: dict) -> dict[str, tuple[str, bool]]:
