@@ -200,5 +200,9 @@ UNREACHABLE = State(reachable=False)
 def _union(left: dict, right: dict) -> dict:
     merged = dict(left)
     for key, values in right.items():
-        merged[key] = merged[key] | values if key in merged else values
+        mine = merged.get(key)
+        if mine is None:
+            merged[key] = values
+        elif mine is not values:  # both paths mostly share their sets: no new one for those
+            merged[key] = mine | values
     return merged
