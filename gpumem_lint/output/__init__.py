@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections import Counter
 from collections.abc import Sequence
 from enum import Enum
@@ -10,7 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from gpumem_lint.diagnostics import Applicability, Diagnostic, fix_allowed
-from gpumem_lint.output import concise, full, github, json_format, json_lines, junit, sarif, statistics
+from gpumem_lint.output.concise import printable
 
 
 class OutputFormat(str, Enum):
@@ -25,13 +26,20 @@ class OutputFormat(str, Enum):
 
 _TEXT_FORMATS = (OutputFormat.FULL, OutputFormat.CONCISE)
 
+#: The module that renders each format, imported only for the format a run asks for.
 _RENDERERS = {
-    OutputFormat.JSON: json_format.render,
-    OutputFormat.JSON_LINES: json_lines.render,
-    OutputFormat.SARIF: sarif.render,
-    OutputFormat.GITHUB: github.render,
-    OutputFormat.JUNIT: junit.render,
+    OutputFormat.FULL: "full",
+    OutputFormat.CONCISE: "concise",
+    OutputFormat.JSON: "json_format",
+    OutputFormat.JSON_LINES: "json_lines",
+    OutputFormat.SARIF: "sarif",
+    OutputFormat.GITHUB: "github",
+    OutputFormat.JUNIT: "junit",
 }
+
+
+def _renderer(output_format: OutputFormat):
+    return importlib.import_module(f"{__name__}.{_RENDERERS[output_format]}").render
 
 
 def write_report(
@@ -50,14 +58,17 @@ def write_report(
     `fixed` are the findings `--fix` removed; `unsafe_fixes` says whether unsafe fixes count as available.
     """
     if show_statistics:
+        from gpumem_lint.output import statistics
+
         as_json = output_format in (OutputFormat.JSON, OutputFormat.JSON_LINES)
         statistics.render(diagnostics, console, as_json=as_json)
         return
     if output_format not in _TEXT_FORMATS:
-        _RENDERERS[output_format](diagnostics, console)
+        _renderer(output_format)(diagnostics, console)
         return
-    render = full.render if output_format is OutputFormat.FULL else concise.render
-    render(diagnostics, console, fixable=lambda d: d.fix is not None and fix_allowed(d.fix, unsafe_fixes))
+    _renderer(output_format)(
+        diagnostics, console, fixable=lambda d: d.fix is not None and fix_allowed(d.fix, unsafe_fixes)
+    )
     if show_fixes and fixed:
         console.print(fixed_listing(fixed))
     if not quiet:
@@ -91,7 +102,7 @@ def fixed_listing(fixed: Sequence[Diagnostic]) -> Text:
     for diagnostic in fixed:
         per_file.setdefault(diagnostic.path, Counter())[(diagnostic.code, diagnostic.name)] += 1
     for path, counts in sorted(per_file.items()):
-        text.append(f"- {concise.printable(path)}:\n")
+        text.append(f"- {printable(path)}:\n")
         for (code, name), count in sorted(counts.items()):
             text.append(f"    {count} × {code} ({name})\n")
     return text
