@@ -15,6 +15,7 @@ from gpumem_lint.semantic.model import SemanticModel
 from gpumem_lint.semantic.module_graph import ModuleGraph
 from gpumem_lint.semantic.program_order import ProgramOrder
 from gpumem_lint.semantic.statement_lines import StatementLines, statement_lines
+from gpumem_lint.statement_positions import StatementPositions
 
 T = TypeVar("T")
 
@@ -54,15 +55,22 @@ class FileContext:
 
     @cached_property
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
-        """Resolved only for files with findings: most files have none. Positions in the
-        file, also when `module` was parsed from a reduction of it (fast_path.py)."""
+        """Positions in the file, also when `module` was parsed from a reduction of it (fast_path.py).
+        Asked for only in files with findings; most of those need a few, found by rendering only
+        the top-level statements that hold them (statement_positions.py)."""
+        if self._statement_lines is not None:
+            return StatementPositions(self.module, self._statement_lines, lambda: self._all_positions)
+        return self._all_positions
+
+    @cached_property
+    def _all_positions(self) -> Mapping[cst.CSTNode, CodeRange]:
         resolved = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
         return resolved if self.origin is None else _Relocated(resolved, self.origin)
 
     def line(self, node: cst.CSTNode) -> int:
         """The node's first line. A statement's (an import program order names, a write) comes from
         CPython's tree while positions are not resolved: most files never need them."""
-        if "positions" not in self.__dict__ and isinstance(node, cst.BaseSmallStatement):
+        if "_all_positions" not in self.__dict__ and isinstance(node, cst.BaseSmallStatement):
             line = self._statement_lines.line(node) if self._statement_lines is not None else None
             if line is not None:
                 return line
