@@ -93,8 +93,10 @@ def lint_jobs(
                 on_file_done()
             continue
         pending.append((index, job, data, digest))
+    workers = min(cores or _available_cores(), len(pending) // _PARALLEL_THRESHOLD)
+    if workers > 1:  # largest first: a large file handed out last would keep the other workers waiting
+        pending.sort(key=lambda item: -len(item[2] or b""))
     work = [(job, data, digest, fix) for _, job, data, digest in pending]
-    workers = min(cores or _available_cores(), len(work) // _PARALLEL_THRESHOLD)
     if work:
         _load_linter()  # before the heap is frozen; once, rather than in every worker the pool forks
     with collector.linting():
