@@ -89,7 +89,7 @@ def ast_statements(tree: ast.Module) -> list[ast.stmt]:
 
 class AllOf:
     """A scope trigger that needs every one of its patterns in the same scope (the rarest first:
-    the rest are not looked for in a file without it)."""
+    the rest are looked for only in the scopes that show it)."""
 
     def __init__(self, *patterns: re.Pattern[str]) -> None:
         self.patterns = patterns
@@ -146,6 +146,11 @@ class _Lines:
     def _line(self, offset: int) -> int:
         return max(1, bisect_right(self.starts, offset))
 
+    def shows(self, pattern: re.Pattern[str], start: int, end: int) -> bool:
+        """Whether a match of pattern lies in lines start to end (a pattern rarely found in a file
+        is searched whole by `touched`; one found everywhere, only where it is needed)."""
+        return pattern.search(self.scanned, self.starts[start - 1] + 1, self.starts[end] + 1) is not None
+
     def text_of(self, start: int, end: int) -> str:
         return "".join(self.lines[start - 1 : end])
 
@@ -155,19 +160,17 @@ class _Triggers:
 
     def __init__(self, lines: _Lines, tree: ast.Module, triggers: Iterable[Trigger]) -> None:
         touched: set[int] = set()
-        self.conjunctions: list[list[list[int]]] = []
+        self.source = lines
+        #: Of each `AllOf`: the lines its first pattern touches, and the rest, looked for scope by scope.
+        self.conjunctions: list[tuple[list[int], tuple[re.Pattern[str], ...]]] = []
         patterns: list[re.Pattern[str]] = []
         for trigger in triggers:
             if isinstance(trigger, Stores):
                 touched |= trigger.lines(tree)
             elif isinstance(trigger, AllOf):
-                conjunction = []
-                for pattern in trigger.patterns:
-                    conjunction.append(sorted(lines.touched(pattern)))
-                    if not conjunction[-1]:
-                        break  # a part found nowhere: no scope shows them all
-                else:
-                    self.conjunctions.append(conjunction)
+                first = sorted(lines.touched(trigger.patterns[0]))
+                if first:  # else no scope shows them all
+                    self.conjunctions.append((first, trigger.patterns[1:]))
             else:
                 touched |= lines.touched(trigger)
                 patterns.append(trigger)
@@ -180,8 +183,9 @@ class _Triggers:
     def __call__(self, *spans: tuple[int, int]) -> bool:
         """Whether the scope made of these line spans shows a trigger."""
         return any(_any_between(self.lines, *span) for span in spans) or any(
-            all(any(_any_between(lines, *span) for span in spans) for lines in conjunction)
-            for conjunction in self.conjunctions
+            any(_any_between(first, *span) for span in spans)
+            and all(any(self.source.shows(pattern, *span) for span in spans) for pattern in rest)
+            for first, rest in self.conjunctions
         )
 
 
