@@ -1,15 +1,37 @@
-"""Which rule code each run-time hazard family is reported under: the code of the static rule that finds
-the same hazard, so `trace` and `check` findings line up (and the rule page explains both)."""
+"""The trace's code table (hazards.toml): which code each run-time hazard family and each explained exception
+is reported under, and the name and remedy of codes the static rules may not define yet."""
 
 from __future__ import annotations
 
-CODES = {
-    "data-write": "GML101",  # write through .data read by backward
-    "state-dict": "GML102",  # state_dict() snapshot overwritten, then read
-    "alias-write": "GML103",  # .detach()/.data/view alias read after a write through another tensor
-    "numpy": "GML106",  # from_numpy tensor read after its array was rewritten
-    "process-boundary": "GML201",  # write-after-send: written after it was sent to another process
-    "receiver-write": "GML202",  # a child writes a tensor its parent sent
-    "empty-cache": "GML406",  # torch.cuda.empty_cache() in every optimizer step
-    "fork-after-cuda": "GML204",  # fork after the CUDA driver was initialised, CUDA then used in the child
-}
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpumem_lint.diagnostics import Severity
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class Crash:
+    code: str
+    match: str
+    says: str
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    """What the report needs of a rule: the static rules' own attributes of the same names."""
+
+    name: str
+    fix_title: str
+    severity: Severity = Severity.ERROR
+
+
+_TABLE = tomllib.loads(Path(__file__).with_name("hazards.toml").read_text(encoding="utf-8"))
+CODES: dict[str, str] = _TABLE["families"]
+CRASHES: tuple[Crash, ...] = tuple(Crash(**row) for row in _TABLE["crashes"])
+FALLBACK_RULES: dict[str, CodeInfo] = {code: CodeInfo(**row) for code, row in _TABLE["rules"].items()}

@@ -44,6 +44,8 @@ def run_trace(options: TraceOptions) -> None:
     """Never returns: the process ends with the program's exit status (see the module docstring)."""
     if not _importable("torch"):
         raise UsageError("`gpumem-lint trace` needs PyTorch in this environment: pip install 'gpumem-lint[trace]'")
+    if options.script is not None:
+        _check_readable(options.script)
     if options.output_file is not None:
         _check_writable(options.output_file)
     from gpumem_lint.trace import launcher
@@ -62,9 +64,9 @@ def run_trace(options: TraceOptions) -> None:
     session.on_os_exit = report_at_os_exit
     session.install()
     if options.module is not None:
-        outcome = launcher.run_module(options.module, options.args)
+        outcome = launcher.run_module(options.module, options.args, session.on_uncaught)
     else:
-        outcome = launcher.run_script(options.script, options.args)
+        outcome = launcher.run_script(options.script, options.args, session.on_uncaught)
     launcher.shut_down()
     if os.getpid() != session.pid or session.is_child:
         # A child forked by the program that returned instead of exiting: it leaves records, no report.
@@ -93,7 +95,15 @@ def _report(session, options: TraceOptions) -> bool:
         static = []
         if options.static:
             static = static_findings(executed_first_party_files(script, session.sites), options.overrides)
-        diagnostics = cross_reference(session.findings(), session.evidence, static, session.sites.seen, selected)
+        diagnostics = cross_reference(
+            session.findings(),
+            session.evidence,
+            static,
+            session.sites.seen,
+            selected,
+            static_checked=options.static,
+            stopped_by=session.tracker.stopped_by if session.tracker else None,
+        )
         console_options = {"soft_wrap": True, "markup": False, "emoji": False, "highlight": False}
         if options.output_file is not None:
             with options.output_file.open("w", encoding="utf-8") as stream:
@@ -121,6 +131,14 @@ def _script_path(options: TraceOptions) -> str | None:
         return options.script
     main = sys.modules.get("__main__")
     return getattr(main, "__file__", None)
+
+
+def _check_readable(script: str) -> None:
+    """A script python could not open is a usage error: nothing runs, so there is nothing to report."""
+    try:
+        Path(script).open("rb").close()
+    except OSError as error:
+        raise UsageError(f"{script}: cannot open the script to trace: {error.strerror or error}") from None
 
 
 def _check_writable(path: Path) -> None:

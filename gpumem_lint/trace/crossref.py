@@ -2,9 +2,12 @@
 
 - `trace` / `confirmed`: observed at run time, and the static check reports the same code at one of its lines.
 - `trace` / `runtime-only`: observed at run time, missed by the static check (it belongs in a fixture).
+- `trace` / `static-check-off`: observed at run time, with `--no-static`.
 - `check` / `reached-not-observed`: a static finding whose line ran (an op or event was seen there) without the
   hazard happening on this run.
 - `check` / `not-reached`: a static finding whose line never showed up at run time.
+- `check` / `not-traced`: tracing stopped (`--max-ops`, `--max-seconds`) before the run could show either.
+Repeats are one finding with a count: every run-time finding of one static finding, of one line and code.
 The static pass covers the script and every first-party module that was imported while it ran.
 """
 
@@ -24,17 +27,21 @@ from gpumem_lint.noqa import parse_suppressions
 from gpumem_lint.rules import RULES_BY_CODE
 from gpumem_lint.selection import RuleSelection
 from gpumem_lint.source import decode_source
+from gpumem_lint.trace.codes import FALLBACK_RULES
 from gpumem_lint.trace.findings import Finding
 from gpumem_lint.trace.sites import Site, SiteFinder, display_path
 
 CONFIRMED = "confirmed"
 RUNTIME_ONLY = "runtime-only"
+STATIC_OFF = "static-check-off"
 REACHED = "reached-not-observed"
 NOT_REACHED = "not-reached"
+NOT_TRACED = "not-traced"
 
 _PREFIX = {
     CONFIRMED: "confirmed at run time: ",
     RUNTIME_ONLY: "seen at run time, missed by the static check: ",
+    STATIC_OFF: "seen at run time (static check off): ",
     REACHED: "not observed at run time (the line ran): ",
     NOT_REACHED: "not reached at run time: ",
 }
@@ -45,7 +52,7 @@ def executed_first_party_files(script: str | None, sites: SiteFinder) -> list[Pa
     files = {Path(script).resolve()} if script else set()
     for module in list(sys.modules.values()):
         filename = getattr(module, "__file__", None)
-        if filename and filename.endswith(".py") and sites._classify(filename):
+        if filename and filename.endswith(".py") and sites.is_user_file(filename):
             files.add(Path(filename).resolve())
     return sorted(path for path in files if path.is_file())
 
@@ -65,31 +72,50 @@ def cross_reference(
     static: Sequence[Diagnostic],
     seen: set[tuple[str, int]],
     selected: frozenset[str],
+    *,
+    static_checked: bool = True,
+    stopped_by: str | None = None,
 ) -> list[Diagnostic]:
+    """`stopped_by`: the option that ended tracing early (`--max-ops`), None when the whole run was traced."""
     # A code no landed rule owns yet (a family still being written) is reported rather than dropped.
     observed = [f for f in findings if (f.code in selected or f.code not in RULES_BY_CODE) and not _suppressed(f)]
     by_line: dict[tuple[str, int, str], Diagnostic] = {(_absolute(d.path), d.start.row, d.code): d for d in static}
-    matched: set[tuple[str, int, str]] = set()
-    report: list[Diagnostic] = []
+    confirmed: dict[tuple[str, int, str], list[Finding]] = {}
+    unmatched: dict[tuple, list[Finding]] = {}
     for finding in observed:
         key = _match(finding, by_line)
         if key is None:
-            report.append(_runtime_only(finding))
+            unmatched.setdefault((finding.code, finding.site), []).append(finding)
         else:
-            matched.add(key)
-            report.append(_confirmed(by_line[key], finding))
+            confirmed.setdefault(key, []).append(finding)
     for finding in evidence:
         key = _match(finding, by_line)
-        if key is not None and key not in matched and finding.code in selected:
-            matched.add(key)
-            report.append(_confirmed(by_line[key], finding))
+        if key is not None and key not in confirmed and finding.code in selected:
+            confirmed[key] = [finding]
+    report = [_confirmed(by_line[key], _merged(group)) for key, group in confirmed.items()]
+    status = RUNTIME_ONLY if static_checked else STATIC_OFF
+    report.extend(_runtime_only(_merged(group), status) for group in unmatched.values())
     seen_lines = {(os.path.realpath(path), line) for path, line in seen}
     for key, diagnostic in by_line.items():
-        if key in matched:
-            continue
-        status = REACHED if (key[0], key[1]) in seen_lines else NOT_REACHED
-        report.append(replace(diagnostic, message=_PREFIX[status] + diagnostic.message, source="check", status=status))
+        if key not in confirmed:
+            reached = (key[0], key[1]) in seen_lines
+            verdict, prefix = _unobserved(reached, stopped_by)
+            report.append(replace(diagnostic, message=prefix + diagnostic.message, source="check", status=verdict))
     return sorted(report, key=lambda d: d.sort_key)
+
+
+def _unobserved(reached: bool, stopped_by: str | None) -> tuple[str, str]:
+    if stopped_by is None:
+        status = REACHED if reached else NOT_REACHED
+        return status, _PREFIX[status]
+    if reached:
+        return NOT_TRACED, f"the line ran, but tracing stopped at {stopped_by} before the hazard could show: "
+    return NOT_TRACED, f"tracing stopped at {stopped_by} before this line: "
+
+
+def _merged(group: list[Finding]) -> Finding:
+    """One finding for repeats of one site: the first one's story, the count of them all."""
+    return replace(group[0], count=sum(finding.count for finding in group)) if len(group) > 1 else group[0]
 
 
 def _match(finding: Finding, by_line) -> tuple[str, int, str] | None:
@@ -148,8 +174,8 @@ def _confirmed(static: Diagnostic, finding: Finding) -> Diagnostic:
     )
 
 
-def _runtime_only(finding: Finding) -> Diagnostic:
-    rule = RULES_BY_CODE.get(finding.code)
+def _runtime_only(finding: Finding, status: str) -> Diagnostic:
+    rule = RULES_BY_CODE.get(finding.code) or FALLBACK_RULES.get(finding.code)
     site = finding.site or next(iter(_sites(finding)), None)
     path = display_path(site.path) if site else "<unknown>"
     row = site.line if site else 1
@@ -160,11 +186,11 @@ def _runtime_only(finding: Finding) -> Diagnostic:
         end=end,
         code=finding.code,
         name=rule.name if rule else finding.code,
-        message=_PREFIX[RUNTIME_ONLY] + finding.message + _story(finding),
+        message=_PREFIX[status] + finding.message + _story(finding),
         help=rule.fix_title if rule else None,
         severity=rule.severity if rule else Severity.ERROR,
         source="trace",
-        status=RUNTIME_ONLY,
+        status=status,
         related=_related(finding),
     )
 

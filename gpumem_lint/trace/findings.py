@@ -61,6 +61,15 @@ class FindingLog:
         else:
             existing.count += finding.count
 
+    def add_evidence_of_crash(self, crash: Finding) -> None:
+        """The exception the program died of: it completes the story of a finding of its code already seen
+        (a saved tensor's write, before the backward that failed), or it is a finding of its own."""
+        earlier = [f for f in self._by_key.values() if f.code == crash.code]
+        if earlier:
+            earlier[-1].related.append(("the program failed here", crash.site))
+        else:
+            self.add(crash)
+
     def extend(self, findings) -> None:
         for finding in findings:
             self.add(finding)

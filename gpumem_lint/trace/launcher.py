@@ -16,6 +16,7 @@ import runpy
 import sys
 import threading
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.machinery import SourceFileLoader
 from pathlib import Path
@@ -29,15 +30,9 @@ class Outcome:
     interrupted: bool = False  # an uncaught KeyboardInterrupt: the process must die of SIGINT, as python does
 
 
-def run_script(path: str, args: list[str]) -> Outcome:
+def run_script(path: str, args: list[str], on_uncaught: Callable[[BaseException], None]) -> Outcome:
     absolute = os.path.abspath(path)
-    try:
-        source = Path(absolute).read_bytes()
-    except OSError as error:
-        print(
-            f"{sys.executable}: can't open file {absolute!r}: [Errno {error.errno}] {error.strerror}", file=sys.stderr
-        )
-        return Outcome(2)
+    source = Path(absolute).read_bytes()  # the command checked that it can be read
     main = _fresh_main()
     main.__file__ = absolute
     main.__cached__ = None
@@ -50,14 +45,14 @@ def run_script(path: str, args: list[str]) -> Outcome:
         code = compile(source, absolute, "exec", dont_inherit=True)
         exec(code, main.__dict__)
 
-    return _run(body)
+    return _run(body, on_uncaught)
 
 
-def run_module(name: str, args: list[str]) -> Outcome:
+def run_module(name: str, args: list[str], on_uncaught: Callable[[BaseException], None]) -> Outcome:
     _fresh_main()
     sys.argv = ["-m", *args]  # runpy puts the module's file in argv[0], as `python -m` does
     sys.path[0] = os.getcwd()
-    return _run(lambda: runpy._run_module_as_main(name, alter_argv=True))
+    return _run(lambda: runpy._run_module_as_main(name, alter_argv=True), on_uncaught)
 
 
 def shut_down() -> None:
@@ -75,7 +70,8 @@ def _fresh_main() -> types.ModuleType:
     return main
 
 
-def _run(body) -> Outcome:
+def _run(body, on_uncaught: Callable[[BaseException], None]) -> Outcome:
+    """`on_uncaught` sees the exception that ends the program (after its traceback is printed): evidence."""
     try:
         body()
     except SystemExit as exit_:
@@ -85,6 +81,7 @@ def _run(body) -> Outcome:
         return Outcome(130, interrupted=True)
     except BaseException as error:
         _print_uncaught(error)
+        on_uncaught(error)
         return Outcome(1)
     return Outcome(0)
 

@@ -8,6 +8,7 @@ tracing (fail open) and never changes what the program sees.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing.queues
 import multiprocessing.reduction
@@ -24,6 +25,7 @@ def install(tracker: Tracker, environment) -> Callable[[], None]:
     _track_data_attribute(tracker, undo)
     _track_from_numpy(tracker, undo)
     _track_state_dict(tracker, undo)
+    _track_load_state_dict(tracker, undo)
     _track_optimizer_steps(tracker, undo)
     _track_torch_save(tracker, undo)
     _track_process_crossings(tracker, undo)
@@ -99,6 +101,27 @@ def _track_state_dict(tracker: Tracker, undo: list) -> None:
     _replace(torch.nn.Module, "state_dict", state_dict, undo)
 
 
+def _track_load_state_dict(tracker: Tracker, undo: list) -> None:
+    """Its copies into the parameters are torch's writes: they make no alias stale (reading one still counts)."""
+    original = torch.nn.Module.load_state_dict
+
+    @functools.wraps(original)
+    def load_state_dict(self, *args, **kwargs):
+        with _machinery(tracker):
+            return original(self, *args, **kwargs)
+
+    _replace(torch.nn.Module, "load_state_dict", load_state_dict, undo)
+
+
+@contextlib.contextmanager
+def _machinery(tracker: Tracker):
+    tracker.machinery_depth += 1
+    try:
+        yield
+    finally:
+        tracker.machinery_depth -= 1
+
+
 def _track_optimizer_steps(tracker: Tracker, undo: list) -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
@@ -163,11 +186,13 @@ def _track_process_crossings(tracker: Tracker, undo: list) -> None:
 
 
 def _receiving_rebuild(tracker: Tracker, original):
-    """Unpickling resolves these by name, so the wrapper sees every tensor that arrives from another process."""
+    """Unpickling resolves these by name, so the wrapper sees every tensor that arrives from another process.
+    The `set_` that rebuilds a tensor around the received storage is unpickling's write, not the program's."""
 
     @functools.wraps(original)
     def rebuild(*args, **kwargs):
-        tensor = original(*args, **kwargs)
+        with _machinery(tracker):
+            tensor = original(*args, **kwargs)
         if tracker.active and tracker.in_child:
             _guarded(tracker, lambda: tracker.on_received(tensor))
         return tensor

@@ -73,6 +73,18 @@ class Session:
         except Exception as error:
             self.warn_once(f"storage tracing is off: it could not start ({error!r})")
 
+    def on_uncaught(self, error: BaseException) -> None:
+        """The program ends with `error`: when a hazard explains it, that is a finding (crashes.py)."""
+        try:
+            from gpumem_lint.trace.crashes import explain
+
+            finding = explain(error, self.sites)
+        except Exception as failure:
+            self.warn_once(f"the program's exception could not be read ({failure!r})")
+            return
+        if finding is not None:
+            self.log.add_evidence_of_crash(finding)
+
     def warn_once(self, text: str) -> None:
         if not self._warned:
             self._warned = True

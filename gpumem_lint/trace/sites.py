@@ -54,7 +54,7 @@ class SiteFinder:
         #: Every user line a captured site pointed at: what the cross-reference calls "reached".
         self.seen: set[tuple[str, int]] = set()
 
-    def _classify(self, filename: str) -> bool:
+    def is_user_file(self, filename: str) -> bool:
         if filename.startswith("<"):
             return False  # <frozen runpy>, <string>, <stdin>: nothing to point at
         return not os.path.realpath(filename).startswith(self._roots)
@@ -66,7 +66,7 @@ class SiteFinder:
             code = frame.f_code
             verdict = is_user.get(code)
             if verdict is None:
-                verdict = is_user[code] = self._classify(code.co_filename)
+                verdict = is_user[code] = self.is_user_file(code.co_filename)
             if verdict:
                 key = (code.co_filename, frame.f_lineno)
                 self.seen.add(key)

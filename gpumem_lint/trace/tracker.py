@@ -123,6 +123,8 @@ class Tracker:
         self.ops = 0
         self.max_ops: int | None = None
         self.deadline: float | None = None
+        #: The option whose limit ended tracing early, for the report's statuses.
+        self.stopped_by: str | None = None
         self.aliases: dict[int, list[Alias]] = {}
         self.by_id: dict[int, Alias] = {}
         self.pending: dict[int, PendingRead] = {}
@@ -139,6 +141,8 @@ class Tracker:
         self.next_detach_kind: str | None = None
         self.state_dict_depth = 0
         self.optimizer_depth = 0
+        #: Inside torch's own writes (unpickling's `set_`, `load_state_dict`'s copies): not the user's writes.
+        self.machinery_depth = 0
         #: Optimizer steps taken, and the steps in which each `torch.cuda.empty_cache()` site ran (GML406).
         self.steps = 0
         self.empty_cache_steps: dict[Site | None, set[int]] = {}
@@ -149,10 +153,10 @@ class Tracker:
     def before(self, func, args, kwargs):
         self.ops += 1
         if self.max_ops is not None and self.ops > self.max_ops:
-            self.stop()
+            self.stop("--max-ops")
             return None
         if self.deadline is not None and not self.ops & 255 and time.monotonic() > self.deadline:
-            self.stop()
+            self.stop("--max-seconds")
             return None
         info = op_info(func)
         if self.pending or self.data_writes or self.watched:
@@ -165,9 +169,10 @@ class Tracker:
         else:
             self._on_write(info, args, kwargs)
 
-    def stop(self) -> None:
+    def stop(self, option: str) -> None:
         """Sampling limit reached: the program goes on untraced."""
         self.active = False
+        self.stopped_by = option
 
     def finish(self) -> None:
         """The run is over: judge what needs the whole run (once)."""
@@ -241,6 +246,8 @@ class Tracker:
     # -- writes --------------------------------------------------------------------------------------------
 
     def _on_write(self, info, args, kwargs) -> None:
+        if self.machinery_depth:
+            return
         if info.only_when is not None:
             index, name = info.only_when
             if not (args[index] if index < len(args) else kwargs.get(name)):
