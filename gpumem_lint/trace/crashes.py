@@ -2,32 +2,38 @@
 
 The finding points at the innermost frame of the user's own code in the traceback: the write itself for errors
 raised by the in-place op (a leaf, a multi-output view, overlapping memory), the `backward()` call for a saved
-tensor that was modified. Nothing here changes the exception or its traceback.
+tensor that was modified. An error re-raised from another process (a DataLoader worker's) carries the original
+traceback as text: its innermost user frame is the one reported. Nothing here changes the exception.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
-from gpumem_lint.trace.codes import CRASHES, Crash
+from gpumem_lint.trace.codes import CRASHES
 from gpumem_lint.trace.findings import Finding
 from gpumem_lint.trace.sites import Site, SiteFinder
 
 
+#: A frame of a traceback printed into an exception's message.
+_QUOTED_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)', re.MULTILINE)
+#: The `RuntimeError: ` that starts the last line of such a traceback.
+_EXCEPTION_NAME = re.compile(r"^\w+: ")
+
+
 def explain(error: BaseException, sites: SiteFinder) -> Finding | None:
     """The finding the exception (or one in its chain) is evidence of, or None."""
-    outer_site = _innermost_user_frame(error, sites)
     for link in _chain(error):
-        crash = _crash_for(str(link))
+        text = str(link)
+        crash = next((crash for crash in CRASHES if crash.match in text), None)
         if crash is not None:
-            site = _innermost_user_frame(link, sites) or outer_site
-            summary = f"{type(link).__name__}: {_first_line(str(link))}"
-            return Finding(crash.code, f"{crash.says} (the program ended with {summary})", site)
+            site = _innermost_quoted_frame(text, sites) or _innermost_user_frame(link, sites)
+            site = site or _innermost_user_frame(error, sites)
+            said = _EXCEPTION_NAME.sub("", next(line for line in text.splitlines() if crash.match in line).strip())
+            ended = f"`{type(link).__name__}: {_shortened(said)}`"
+            return Finding(crash.code, f"{crash.says} (the program ended with {ended})", site)
     return None
-
-
-def _crash_for(text: str) -> Crash | None:
-    return next((crash for crash in CRASHES if crash.match in text), None)
 
 
 def _chain(error: BaseException) -> Iterator[BaseException]:
@@ -53,6 +59,10 @@ def _innermost_user_frame(error: BaseException, sites: SiteFinder) -> Site | Non
     return site
 
 
-def _first_line(text: str) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
+def _innermost_quoted_frame(text: str, sites: SiteFinder) -> Site | None:
+    frames = [Site(path, int(line)) for path, line in _QUOTED_FRAME.findall(text) if sites.is_user_file(path)]
+    return frames[-1] if frames else None
+
+
+def _shortened(line: str) -> str:
     return line if len(line) <= 120 else line[:117] + "..."

@@ -33,7 +33,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from gpumem_lint.trace.codes import CODES
 from gpumem_lint.trace.findings import Finding, FindingLog
-from gpumem_lint.trace.ops import OTHER, VIEW, op_info
+from gpumem_lint.trace.ops import OTHER, VIEW, WRITE, op_info
+from gpumem_lint.trace.saved import SavedTensors, Write
 from gpumem_lint.trace.sites import Site, SiteFinder
 
 Tensor = torch.Tensor
@@ -62,6 +63,19 @@ class StorageRecords(dict):
 
 
 _in_backward = torch._C._current_autograd_node
+_grad_enabled = torch.is_grad_enabled
+
+
+def _needs_grad(args) -> bool:
+    """Whether an op on these arguments can record a graph node (and save tensors for its backward)."""
+    for value in args:
+        if isinstance(value, Tensor):
+            if value.requires_grad:
+                return True
+        elif isinstance(value, (list, tuple)):
+            if any(isinstance(item, Tensor) and item.requires_grad for item in value):
+                return True
+    return False
 
 #: Aliases that exist to hold values (a snapshot, a gradient-free copy): reading new values through them is
 #: the hazard. "view" is not among them.
@@ -147,10 +161,12 @@ class Tracker:
         self.steps = 0
         self.empty_cache_steps: dict[Site | None, set[int]] = {}
         self._registrations = 0
+        self.saved = SavedTensors()
 
     # -- the dispatch hook's two halves -------------------------------------------------------------------
 
     def before(self, func, args, kwargs):
+        """What `after` needs to know of this op, or None when it needs nothing."""
         self.ops += 1
         if self.max_ops is not None and self.ops > self.max_ops:
             self.stop("--max-ops")
@@ -158,16 +174,27 @@ class Tracker:
         if self.deadline is not None and not self.ops & 255 and time.monotonic() > self.deadline:
             self.stop("--max-seconds")
             return None
+        saved = self.saved
+        if saved.writes:
+            self._report_overwrites()
+        if saved.fresh:
+            saved.read_fresh()
+        if saved and _in_backward() is not None:
+            saved.backward_started()
         info = op_info(func)
         if self.pending or self.data_writes or self.watched:
             self._check_reads(info, args, kwargs)
-        return None if info.kind == OTHER else info
+        saving = _grad_enabled() and _needs_grad(args)
+        return None if info.kind == OTHER and not saving else (info, saving)
 
-    def after(self, info, args, kwargs, out) -> None:
+    def after(self, step, args, kwargs, out) -> None:
+        info, saving = step
         if info.kind == VIEW:
             self._register_views(info, args, out)
-        else:
+        elif info.kind == WRITE:
             self._on_write(info, args, kwargs)
+        if saving:
+            self.saved.op_returned(out, _short(info.name), self.sites.user_site())
 
     def stop(self, option: str) -> None:
         """Sampling limit reached: the program goes on untraced."""
@@ -176,6 +203,7 @@ class Tracker:
 
     def finish(self) -> None:
         """The run is over: judge what needs the whole run (once)."""
+        self._report_overwrites()
         empty_cache_steps, self.empty_cache_steps = self.empty_cache_steps, {}
         for site, steps in empty_cache_steps.items():
             first = min(steps)
@@ -246,8 +274,6 @@ class Tracker:
     # -- writes --------------------------------------------------------------------------------------------
 
     def _on_write(self, info, args, kwargs) -> None:
-        if self.machinery_depth:
-            return
         if info.only_when is not None:
             index, name = info.only_when
             if not (args[index] if index < len(args) else kwargs.get(name)):
@@ -272,6 +298,11 @@ class Tracker:
         except RuntimeError:
             return
         site = None
+        if self.saved.holds(storage):
+            site = None if self.machinery_depth else self.sites.user_site()
+            self.saved.written(Write(storage, _short(info.name), site, by_torch=bool(self.machinery_depth)))
+        if self.machinery_depth:
+            return
         if self.numpy_wraps:
             address = target.untyped_storage().data_ptr()
             self.write_epoch[address] = self.write_epoch.get(address, 0) + 1
@@ -306,6 +337,20 @@ class Tracker:
         if own is not None and own.kind == "data" and own.ref() is target:
             site = site or self.sites.user_site()
             self.data_writes.remember(target, DataWrite(_short(info.name), site, own.site))
+
+    def _report_overwrites(self) -> None:
+        for overwrite in self.saved.overwrites():
+            saved = overwrite.saved
+            self.log.add(
+                Finding(
+                    CODES["saved-write"],
+                    f"in-place `{overwrite.write.op}` overwrote a tensor that `{saved.op}` saved for its backward, "
+                    "while that graph is alive: backward will fail (\"one of the variables needed for gradient "
+                    'computation has been modified by an inplace operation")',
+                    overwrite.write.site,
+                    [(f"saved by `{saved.op}` for its backward", saved.site)],
+                )
+            )
 
     def _stale_aliases(self, info, target, storage: int, aliases: list[Alias]) -> Site | None:
         site = None
@@ -552,14 +597,14 @@ class StorageMode(TorchDispatchMode):
         if types or not tracker.active:
             return func(*args, **kwargs)
         try:
-            info = tracker.before(func, args, kwargs)
+            step = tracker.before(func, args, kwargs)
         except Exception as error:
             tracker.fail(error)
-            info = None
+            step = None
         out = func(*args, **kwargs)
-        if info is not None:
+        if step is not None:
             try:
-                tracker.after(info, args, kwargs, out)
+                tracker.after(step, args, kwargs, out)
             except Exception as error:
                 tracker.fail(error)
         return out

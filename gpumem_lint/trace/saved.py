@@ -1,0 +1,151 @@
+"""Tensors autograd saved for backward, and the in-place writes that overwrite them (GML109) (torch).
+
+Not `torch.autograd.graph.saved_tensors_hooks`: a saved tensor packed by a hook is never version-checked, so
+under the tracer a program that fails with "one of the variables needed for gradient computation has been
+modified by an inplace operation" would silently compute wrong gradients instead. The tracker reads what the
+graph saved from each new node instead (`grad_fn._saved_*`, the unpacked tensors share the saved one's version
+counter), once the op that made it has returned, before the next op runs.
+
+A saved tensor stays recorded while its node lives (a token in `node.metadata` tells) and until a backward
+starts (it consumes the graph). A write after which a recorded tensor's version is past the saved one is the
+write that autograd's check will refuse: reported at the writing line, with the line of the op that saved it.
+Autograd bumps the version only after the op has left the dispatch mode, so a write into saved memory is judged
+before the next op (or at the end of the run).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import torch
+
+from gpumem_lint.trace.sites import Site
+
+_storage_id = getattr(torch._C, "_storage_id", None) or (lambda t: t.untyped_storage()._cdata)
+_TOKEN_KEY = "gpumem_lint.trace"
+
+
+class _NodeAlive:
+    """Kept in a node's metadata: it lives exactly as long as the node."""
+
+    __slots__ = ("__weakref__",)
+
+
+@dataclass
+class SavedTensor:
+    tensor: torch.Tensor | None  # shares the saved tensor's version counter; None once its node is gone
+    version: int
+    op: str
+    site: Site | None
+
+
+@dataclass(frozen=True)
+class Write:
+    storage: int
+    op: str
+    site: Site | None
+    by_torch: bool  # torch's own machinery wrote (load_state_dict): it moves versions but is not reported
+
+
+@dataclass(frozen=True)
+class Overwrite:
+    """A write that moved a saved tensor past the version its backward expects."""
+
+    write: Write
+    saved: SavedTensor
+
+
+class SavedTensors:
+    def __init__(self) -> None:
+        #: storage id -> what was saved in it.
+        self._by_storage: dict[int, list[SavedTensor]] = {}
+        #: The weak references whose callbacks forget a node's records when the node is freed.
+        self._nodes: dict[int, weakref.ref] = {}
+        #: Outputs of ops that may have saved tensors, read once the op has returned (autograd sets grad_fn then).
+        self.fresh: list[tuple[object, str, Site | None]] = []
+        #: Writes into saved memory whose version bumps are still to be read.
+        self.writes: list[Write] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._by_storage)
+
+    def op_returned(self, out, op: str, site: Site | None) -> None:
+        self.fresh.append((out, op, site))
+
+    def read_fresh(self) -> None:
+        fresh, self.fresh = self.fresh, []
+        for out, op, site in fresh:
+            for tensor in out if isinstance(out, (list, tuple)) else (out,):
+                if isinstance(tensor, torch.Tensor):
+                    self._read_node(tensor.grad_fn, op, site)
+
+    def _read_node(self, node, op: str, site: Site | None) -> None:
+        if node is None or _TOKEN_KEY in node.metadata:
+            return  # no graph, or a node already read through another of its outputs
+        token = node.metadata[_TOKEN_KEY] = _NodeAlive()
+        records = []
+        for tensor in _saved_tensors(node):
+            try:
+                storage = _storage_id(tensor)
+            except RuntimeError:  # no storage (meta, functional wrappers): nothing a write could reach
+                continue
+            record = SavedTensor(tensor, tensor._version, op, site)
+            records.append(record)
+            self._by_storage.setdefault(storage, []).append(record)
+        if not records:
+            return
+        self._nodes[id(token)] = weakref.ref(token, lambda _, key=id(token): self._node_freed(key, records))
+
+    def _node_freed(self, key: int, records: list[SavedTensor]) -> None:
+        self._nodes.pop(key, None)
+        for record in records:
+            record.tensor = None  # the graph's memory is freed with the graph, never later
+
+    def holds(self, storage: int) -> bool:
+        return storage in self._by_storage
+
+    def written(self, write: Write) -> None:
+        self.writes.append(write)
+
+    def overwrites(self) -> list[Overwrite]:
+        """The saved tensors the writes since the last call moved past their saved version (each once)."""
+        writes, self.writes = self.writes, []
+        found = []
+        for write in writes:
+            records = self._by_storage.pop(write.storage, [])
+            kept = [r for r in records if r.tensor is not None and r.tensor._version <= r.version]
+            found.extend(Overwrite(write, r) for r in records if r.tensor is not None and r not in kept)
+            if kept:
+                self._by_storage[write.storage] = kept
+        return [overwrite for overwrite in found if not overwrite.write.by_torch]
+
+    def backward_started(self) -> None:
+        """A backward consumes the graph: what it saved is released, so later writes cannot break it."""
+        self._by_storage.clear()
+
+
+def _saved_tensors(node):
+    """The tensors a node saved (each unpacked: a new tensor object on the same memory and version counter)."""
+    for name in _saved_names(type(node)):
+        try:
+            value = getattr(node, name)
+        except RuntimeError:  # already released, or modified by a write the tracer did not see
+            continue
+        for tensor in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(tensor, torch.Tensor) and tensor.layout == torch.strided:
+                yield tensor
+
+
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _saved_names(node_type: type) -> tuple[str, ...]:
+    """`_saved_self`, `_saved_result`, ...: the attributes with a `_raw_saved_*` twin hold tensors."""
+    names = _NAMES.get(node_type)
+    if names is None:
+        attributes = set(dir(node_type))
+        names = _NAMES[node_type] = tuple(
+            name for name in sorted(attributes) if name.startswith("_saved_") and "_raw" + name in attributes
+        )
+    return names
