@@ -22,7 +22,7 @@ from gpumem_lint import __version__
 from gpumem_lint.cache import clean as remove_cache
 from gpumem_lint.check_command import CACHE_DIR_VARIABLE, Request, cache_directory, check_files, check_stdin
 from gpumem_lint.config import CliOverrides, ConfigError, load_settings
-from gpumem_lint.discovery import discover_files
+from gpumem_lint.discovery import discover_files, missing_paths
 from gpumem_lint.output import OutputFormat
 from gpumem_lint.selection import RuleSelection
 from gpumem_lint.trace import cli as trace_command
@@ -147,6 +147,10 @@ def check(
         files = [] if from_stdin else discover_files(arguments, settings)
     except ConfigError as error:
         _fail(str(error))
+    # A path that names nothing is a usage error (exit 2), but the paths that exist are still linted.
+    missing = [] if from_stdin else missing_paths(arguments)
+    for argument in missing:
+        _error(f"{argument}: no such file or directory")
     request = Request(
         output_format,
         quiet,
@@ -167,10 +171,11 @@ def check(
             raise typer.Exit(
                 check_stdin(sys.stdin.buffer.read(), stdin_filename, selection, settings, request, console)
             )
-    if not files and not quiet:
+    if not files and not missing and not quiet:
         typer.echo("warning: No Python files found under the given path(s)", err=True)
     with _report_console(output_file) as console:
-        raise typer.Exit(check_files(files, selection, settings, request, console))
+        code = check_files(files, selection, settings, request, console)
+    raise typer.Exit(2 if missing else code)
 
 
 @app.command()
@@ -295,5 +300,9 @@ def _report_console(output_file: Path | None, stderr: bool = False) -> Iterator[
 
 
 def _fail(message: str) -> NoReturn:
-    typer.echo(f"gpumem-lint: error: {message}", err=True)
+    _error(message)
     raise typer.Exit(2)
+
+
+def _error(message: str) -> None:
+    typer.echo(f"gpumem-lint: error: {message}", err=True)

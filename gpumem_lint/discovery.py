@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
-from gpumem_lint.config import ConfigError, Settings, display_path, project_relative
+from gpumem_lint.config import Settings, display_path, project_relative
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -25,15 +25,22 @@ class SourceFile:
     path: Path
 
 
+def missing_paths(arguments: Sequence[str], cwd: Path | None = None) -> list[str]:
+    """The arguments that name nothing: each is reported, and the others are still linted."""
+    cwd = Path(os.path.abspath(cwd or Path.cwd()))
+    return [argument for argument in arguments if not os.path.lexists(cwd / argument)]
+
+
 def discover_files(arguments: Sequence[str], settings: Settings, cwd: Path | None = None) -> list[SourceFile]:
-    """Every file to lint, once each, sorted by display path. A missing argument is a ConfigError."""
+    """Every file to lint, once each, sorted by display path. Missing arguments are skipped
+    (`missing_paths` names them)."""
     cwd = Path(os.path.abspath(cwd or Path.cwd()))
     walker = _Walker(settings)
     found: set[SourceFile] = set()
     for argument in arguments:
         path = Path(os.path.abspath(cwd / argument))
         if not os.path.lexists(path):
-            raise ConfigError(f"{argument}: no such file or directory")
+            continue
         if settings.force_exclude and walker.excluded_with_ancestors(path):
             continue
         # An explicitly named file is linted whatever its suffix, as in ruff.

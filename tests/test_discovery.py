@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpumem_lint.config import CliOverrides, ConfigError, load_settings
-from gpumem_lint.discovery import discover_files
+from gpumem_lint.config import CliOverrides, load_settings
+from gpumem_lint.discovery import discover_files, missing_paths
 
 
 def touch(root: Path, *names: str) -> None:
@@ -91,9 +91,10 @@ def test_force_exclude_applies_excludes_to_explicit_paths(tmp_path):
     assert discovered(tmp_path, *arguments, force_exclude=True) == ["keep.py"]
 
 
-def test_missing_path_is_an_error_naming_it(tmp_path):
-    with pytest.raises(ConfigError, match="nope.py: no such file or directory"):
-        discovered(tmp_path, "nope.py")
+def test_missing_paths_are_named_and_skipped(tmp_path):
+    touch(tmp_path, "ok.py")
+    assert missing_paths(["ok.py", "nope.py", "gone/"], cwd=tmp_path) == ["nope.py", "gone/"]
+    assert discovered(tmp_path, "ok.py", "nope.py") == ["ok.py"]
 
 
 def test_display_paths_are_relative_to_cwd_else_absolute(tmp_path):
