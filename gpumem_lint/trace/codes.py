@@ -20,6 +20,7 @@ class Crash:
     code: str
     match: str
     says: str
+    same_as: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -33,5 +34,7 @@ class CodeInfo:
 
 _TABLE = tomllib.loads(Path(__file__).with_name("hazards.toml").read_text(encoding="utf-8"))
 CODES: dict[str, str] = _TABLE["families"]
-CRASHES: tuple[Crash, ...] = tuple(Crash(**row) for row in _TABLE["crashes"])
+CRASHES: tuple[Crash, ...] = tuple(
+    Crash(row["code"], row["match"], row["says"], tuple(row.get("same_as", ()))) for row in _TABLE["crashes"]
+)
 FALLBACK_RULES: dict[str, CodeInfo] = {code: CodeInfo(**row) for code, row in _TABLE["rules"].items()}

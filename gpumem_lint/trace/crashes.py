@@ -32,7 +32,7 @@ def explain(error: BaseException, sites: SiteFinder) -> Finding | None:
             site = site or _innermost_user_frame(error, sites)
             said = _EXCEPTION_NAME.sub("", next(line for line in text.splitlines() if crash.match in line).strip())
             ended = f"`{type(link).__name__}: {_shortened(said)}`"
-            return Finding(crash.code, f"{crash.says} (the program ended with {ended})", site)
+            return Finding(crash.code, f"{crash.says} (the program ended with {ended})", site, same_as=crash.same_as)
     return None
 
 

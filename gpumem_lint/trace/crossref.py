@@ -122,14 +122,16 @@ def _match(finding: Finding, by_line) -> tuple[str, int, str] | None:
     """The static finding at one of the run's lines; else one with the same code in the same function (a
     numpy-side write, for one, is never seen at run time, so its line cannot be)."""
     sites = _sites(finding)
+    codes = (finding.code, *finding.same_as)
     for site in sites:
-        key = (os.path.realpath(site.path), site.line, finding.code)
-        if key in by_line:
-            return key
+        for code in codes:
+            key = (os.path.realpath(site.path), site.line, code)
+            if key in by_line:
+                return key
     scopes = {(os.path.realpath(site.path), _scope(site.path, site.line)) for site in sites}
     for key in by_line:
         path, line, code = key
-        if code == finding.code and (path, _scope(path, line)) in scopes:
+        if code in codes and (path, _scope(path, line)) in scopes:
             return key
     return None
 

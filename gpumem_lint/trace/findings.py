@@ -21,6 +21,8 @@ class Finding:
     related: list[tuple[str, Site]] = field(default_factory=list)
     count: int = 1
     pid: int | None = None
+    #: Static codes that name the same hazard: a static finding of one of them confirms this one.
+    same_as: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple:
@@ -34,6 +36,7 @@ class Finding:
             "related": [[label, site.to_json()] for label, site in self.related],
             "count": self.count,
             "pid": self.pid,
+            "same_as": list(self.same_as),
         }
 
     @classmethod
@@ -45,6 +48,7 @@ class Finding:
             related=[(label, Site.from_json(site)) for label, site in value["related"]],
             count=value["count"],
             pid=value["pid"],
+            same_as=tuple(value["same_as"]),
         )
 
 

@@ -102,7 +102,8 @@ def _track_state_dict(tracker: Tracker, undo: list) -> None:
 
 
 def _track_load_state_dict(tracker: Tracker, undo: list) -> None:
-    """Its copies into the parameters are torch's writes: they make no alias stale (reading one still counts)."""
+    """Its copies into the parameters make no alias stale (`load_state_dict(model.state_dict())` copies each
+    tensor onto itself); reading a stale alias still counts, and so does overwriting a saved tensor."""
     original = torch.nn.Module.load_state_dict
 
     @functools.wraps(original)

@@ -45,7 +45,6 @@ class Write:
     storage: int
     op: str
     site: Site | None
-    by_torch: bool  # torch's own machinery wrote (load_state_dict): it moves versions but is not reported
 
 
 @dataclass(frozen=True)
@@ -118,7 +117,7 @@ class SavedTensors:
             found.extend(Overwrite(write, r) for r in records if r.tensor is not None and r not in kept)
             if kept:
                 self._by_storage[write.storage] = kept
-        return [overwrite for overwrite in found if not overwrite.write.by_torch]
+        return found
 
     def backward_started(self) -> None:
         """A backward consumes the graph: what it saved is released, so later writes cannot break it."""

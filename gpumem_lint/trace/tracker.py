@@ -155,7 +155,7 @@ class Tracker:
         self.next_detach_kind: str | None = None
         self.state_dict_depth = 0
         self.optimizer_depth = 0
-        #: Inside torch's own writes (unpickling's `set_`, `load_state_dict`'s copies): not the user's writes.
+        #: Inside torch's own writes (unpickling's `set_`, `load_state_dict`'s copies): they make no alias stale.
         self.machinery_depth = 0
         #: Optimizer steps taken, and the steps in which each `torch.cuda.empty_cache()` site ran (GML406).
         self.steps = 0
@@ -299,8 +299,9 @@ class Tracker:
             return
         site = None
         if self.saved.holds(storage):
-            site = None if self.machinery_depth else self.sites.user_site()
-            self.saved.written(Write(storage, _short(info.name), site, by_torch=bool(self.machinery_depth)))
+            # Even torch's own writes (load_state_dict's) count here: autograd's version check will refuse them.
+            site = self.sites.user_site()
+            self.saved.written(Write(storage, _short(info.name), site))
         if self.machinery_depth:
             return
         if self.numpy_wraps:
