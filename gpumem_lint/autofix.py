@@ -2,13 +2,14 @@
 
 A pass whose result does not parse is thrown away (the file keeps the last text that
 did), so a fixed file always parses. The loop stops at a fixed point, which is why a
-second `--fix` changes nothing. Files are written atomically (a temporary file in the
-same directory, then `os.replace`), in their original encoding, BOM and permissions.
+second `--fix` changes nothing. Files are written in their original encoding and BOM,
+keeping mode and owner (`write_fixed`); a read-only file is never written.
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
 import io
 import os
 import tempfile
@@ -80,17 +81,43 @@ def encode_like(text: str, original: bytes) -> bytes:
     return text.encode(encoding)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Readers see the old file or the new one, never half of one; the mode is kept.
-    A symlink keeps pointing at its target, which is what gets rewritten."""
+def write_fixed(path: Path, data: bytes) -> None:
+    """Give the file the fixed content, keeping its mode, owner and other hard links.
+
+    Readers see the old file or the new one (a temporary file in the same directory, then
+    `os.replace`), unless the replacement could not keep the owner or the links: then the file
+    is rewritten in place. A symlink keeps pointing at its target, which is what gets rewritten.
+    A file its user cannot write, or that nobody may write (mode 444), is refused (PermissionError).
+    """
     target = path.resolve()
-    mode = target.stat().st_mode
-    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    status = target.stat()
+    if not os.access(target, os.W_OK) or not status.st_mode & 0o222:
+        raise PermissionError(errno.EACCES, "the file is read-only", str(path))
+    if status.st_nlink > 1 or not _replace_atomically(target, data, status):
+        with open(target, "r+b") as stream:
+            stream.write(data)
+            stream.truncate()
+
+
+def _replace_atomically(target: Path, data: bytes, status: os.stat_result) -> bool:
+    """False, with nothing changed, when the directory or the owner does not allow it."""
+    try:
+        descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except PermissionError:
+        return False
     try:
         with os.fdopen(descriptor, "wb") as stream:
             stream.write(data)
-        os.chmod(temporary, mode & 0o7777)
+            stream.flush()
+            written = os.fstat(stream.fileno())
+            if (written.st_uid, written.st_gid) != (status.st_uid, status.st_gid):
+                os.fchown(stream.fileno(), status.st_uid, status.st_gid)
+        os.chmod(temporary, status.st_mode & 0o7777)  # after the chown, which clears set-id bits
         os.replace(temporary, target)
+    except PermissionError:
+        os.unlink(temporary)
+        return False
     except BaseException:
         os.unlink(temporary)
         raise
+    return True

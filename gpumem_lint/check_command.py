@@ -62,7 +62,10 @@ def check_files(
         return _report_diff(result, request)
     if request.add_noqa:
         return _add_noqa(files, result.diagnostics)
-    return _report(result.diagnostics, result.fixed, request, console)
+    code = _report(result.diagnostics, result.fixed, request, console)
+    for display, reason in result.write_errors:
+        _error(f"{display}: cannot write the fixes: {reason}")
+    return 2 if result.write_errors else code
 
 
 def check_stdin(
@@ -135,12 +138,13 @@ def _report_diff(result: RunResult, request: Request) -> int:
 
 def _add_noqa(files: Sequence[SourceFile], diagnostics: Sequence[Diagnostic]) -> int:
     from gpumem_lint.add_noqa import add_noqa
-    from gpumem_lint.autofix import encode_like, parses, write_atomically
+    from gpumem_lint.autofix import encode_like, parses, write_fixed
 
     by_display: dict[str, list[Diagnostic]] = {}
     for diagnostic in diagnostics:
         by_display.setdefault(diagnostic.path, []).append(diagnostic)
     added = 0
+    failed = False
     for file in files:
         found = by_display.get(file.display)
         if not found:
@@ -151,11 +155,21 @@ def _add_noqa(files: Sequence[SourceFile], diagnostics: Sequence[Diagnostic]) ->
         except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
             continue
         new_text, count = add_noqa(text, found)
-        if count and parses(new_text, file.display):
-            write_atomically(file.path, encode_like(new_text, data))
+        if not count or not parses(new_text, file.display):
+            continue
+        try:
+            write_fixed(file.path, encode_like(new_text, data))
+        except OSError as error:
+            _error(f"{file.display}: cannot add noqa directives: {error.strerror or error}")
+            failed = True
+        else:
             added += count
     typer.echo(f"Added {added} noqa directive{'' if added == 1 else 's'}.", err=True)
-    return 0
+    return 2 if failed else 0
+
+
+def _error(message: str) -> None:
+    typer.echo(f"gpumem-lint: error: {message}", err=True)
 
 
 def _warn_broken(result: RunResult) -> None:

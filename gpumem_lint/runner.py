@@ -56,6 +56,8 @@ class FileResult:
     dependencies: frozenset[Path] = frozenset()
     #: Content hash of the text the diagnostics describe, when they may be cached.
     digest: str | None = None
+    #: Why the fixed text could not be written (the file is left as it was).
+    write_error: str | None = None
 
 
 @dataclass
@@ -66,6 +68,8 @@ class RunResult:
     diffs: list[str] = field(default_factory=list)
     #: (display path, code) of fixes that were dropped because the result did not parse.
     broken: list[tuple[str, str]] = field(default_factory=list)
+    #: (display path, reason) of files whose fixes could not be written.
+    write_errors: list[tuple[str, str]] = field(default_factory=list)
 
 
 def lint_jobs(
@@ -121,6 +125,8 @@ def lint_jobs(
         if result.diff:
             run.diffs.append(result.diff)
         run.broken.extend((job.display, code) for code in result.broken)
+        if result.write_error:
+            run.write_errors.append((job.display, result.write_error))
     run.diagnostics.sort(key=lambda diagnostic: diagnostic.sort_key)
     run.fixed.sort(key=lambda diagnostic: diagnostic.sort_key)
     return run
@@ -193,7 +199,8 @@ def _lint_or_fix(job: Job, data: bytes | None, digest: str | None, fix: FixMode 
 
 
 def _fix_job(job: Job, data: bytes, text: str, digest: str | None, rules, fix: FixMode) -> FileResult:
-    from gpumem_lint.autofix import encode_like, fix_source, write_atomically
+    from gpumem_lint.autofix import encode_like, fix_source, write_fixed
+    from gpumem_lint.engine import lint_source
 
     dependencies: set[Path] = set()
     outcome = fix_source(text, job.display, rules, unsafe=fix.unsafe, dependencies=dependencies)
@@ -204,7 +211,12 @@ def _fix_job(job: Job, data: bytes, text: str, digest: str | None, rules, fix: F
             outcome.remaining, outcome.fixed, unified_diff(text, outcome.text, job.display), outcome.broken
         )
     written = encode_like(outcome.text, data)
-    write_atomically(job.path, written)
+    try:
+        write_fixed(job.path, written)
+    except OSError as error:
+        # The file keeps its text, so its findings are those of that text.
+        unchanged = lint_source(text, job.display, rules)
+        return FileResult(tuple(unchanged), digest=digest, write_error=error.strerror or str(error))
     # What remains describes the new content: cache it under that content's hash.
     return FileResult(
         outcome.remaining, outcome.fixed, "", outcome.broken, frozenset(dependencies), content_hash(written)

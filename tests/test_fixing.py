@@ -5,6 +5,7 @@ keep their encoding and mode."""
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import stat
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpumem_lint.autofix import fix_source, parses
+from gpumem_lint.autofix import fix_source, parses, write_fixed
 from gpumem_lint.cli import main
 from gpumem_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Severity
 from gpumem_lint.fixes import apply_fixes
@@ -149,6 +150,57 @@ def test_fix_keeps_encoding_bom_line_ends_and_mode(capsys, tmp_path):
     assert stat.S_IMODE(latin.stat().st_mode) == 0o750
     assert bom.read_bytes() == b"\xef\xbb\xbf" + STALE_NOQA.replace("GML107, E501", "E501").encode()
     assert [path.name for path in tmp_path.iterdir() if path.suffix == ".tmp"] == []
+
+
+def test_fix_refuses_a_read_only_file_and_still_reports_it(capsys, tmp_path):
+    source = tmp_path / "a.py"
+    source.write_text(STALE_NOQA)
+    source.chmod(0o444)
+    code, out, err = run(capsys, "--fix", "--output-format", "concise", ".")
+    assert code == 2
+    assert "gpumem-lint: error: a.py: cannot write the fixes: the file is read-only" in err
+    assert out.startswith("a.py:3:25: GML002 ")
+    assert source.read_text() == STALE_NOQA
+    assert stat.S_IMODE(source.stat().st_mode) == 0o444
+
+
+needs_root = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="changes owners: needs root")
+NOBODY = 65534
+
+
+@needs_root
+def test_fix_keeps_the_owner_of_a_file_it_may_write(capsys, tmp_path):
+    source = tmp_path / "a.py"
+    source.write_text(STALE_NOQA)
+    source.chmod(0o666)
+    os.chown(source, NOBODY, NOBODY)
+    run(capsys, "--fix", ".")
+    assert source.read_text() == STALE_NOQA.replace("GML107, E501", "E501")
+    assert (source.stat().st_uid, source.stat().st_gid) == (NOBODY, NOBODY)
+
+
+@needs_root
+def test_another_user_cannot_have_a_file_it_may_not_write_replaced(tmp_path):
+    """In a world-writable directory anyone may replace a file by renaming; --fix must not."""
+    tmp_path.chmod(0o777)
+    source = tmp_path / "a.py"
+    source.write_text(STALE_NOQA)
+    source.chmod(0o644)
+    child = os.fork()
+    if child == 0:  # the other user
+        status = 1
+        try:
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            write_fixed(source, b"changed\n")
+        except PermissionError:
+            status = 0
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert source.read_text() == STALE_NOQA
+    assert source.stat().st_uid == 0
 
 
 def test_stdin_is_linted_under_its_given_name(capsys, monkeypatch):
