@@ -90,25 +90,32 @@ def check_stdin(
 
     codes = selection.codes_for(Path(os.path.abspath(filename))) if filename else selection.codes
     rules = [RULES_BY_CODE[code] for code in codes]
-    fixing = request.fix or request.diff
     try:
-        text = decode_source(data) if fixing else None
+        text = decode_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError):
         text = None
-    if text is None:
+    if text is None or not (request.fix or request.diff):
         if request.fix:
-            sys.stdout.buffer.write(data)
-        return _report(lint_bytes(data, display, rules), (), request, console)
+            sys.stdout.buffer.write(data)  # not decodable: nothing to fix
+        linted = {display: text} if text is not None else None
+        return _report(lint_bytes(data, display, rules), (), request, console, linted)
     outcome = fix_source(text, display, rules, unsafe=request.unsafe_fixes)
     if request.diff:
         diff = unified_diff(text, outcome.text, display) if outcome.text != text else ""
         return _report_diff(RunResult(fixed=list(outcome.fixed), diffs=[diff] if diff else []), request)
     sys.stdout.buffer.write(encode_like(outcome.text, data))
     sys.stdout.flush()
-    return _report(list(outcome.remaining), list(outcome.fixed), request, console)
+    return _report(list(outcome.remaining), list(outcome.fixed), request, console, {display: outcome.text})
 
 
-def _report(diagnostics: Sequence[Diagnostic], fixed: Sequence[Diagnostic], request: Request, console: Console) -> int:
+def _report(
+    diagnostics: Sequence[Diagnostic],
+    fixed: Sequence[Diagnostic],
+    request: Request,
+    console: Console,
+    linted: dict[str, str] | None = None,
+) -> int:
+    """`linted`: the texts linted that are not on disk (standard input), for code frames."""
     write_report(
         diagnostics,
         console,
@@ -118,6 +125,7 @@ def _report(diagnostics: Sequence[Diagnostic], fixed: Sequence[Diagnostic], requ
         fixed=fixed,
         unsafe_fixes=request.unsafe_fixes,
         show_fixes=request.show_fixes,
+        linted=linted,
     )
     if request.exit_zero:
         return 0

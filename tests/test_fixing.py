@@ -315,3 +315,13 @@ def test_apply_fixes_never_applies_colliding_edits(fixes, expected_text, applied
     diagnostics = [diagnostic("GML999", Fix(tuple(edits), Applicability.SAFE)) for edits in fixes]
     result = apply_fixes("abcd\n", diagnostics, unsafe=False)
     assert (result.text, len(result.fixed)) == (expected_text, applied)
+
+
+@pytest.mark.parametrize("arguments", [["-"], ["-", "--stdin-filename", "model.py"]])
+def test_stdin_code_frame_quotes_the_text_linted_not_the_file_on_disk(capsys, monkeypatch, tmp_path, arguments):
+    (tmp_path / "model.py").write_text("# an older version on disk\n" * 5)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(STALE_NOQA.encode())))
+    code, out, _ = run(capsys, *arguments)
+    assert code == 1
+    assert "3 | value = torch.zeros(3)  # noqa: GML107, E501\n" in out
+    assert "older version" not in out

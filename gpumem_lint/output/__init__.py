@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import Enum
 
 from rich.console import Console
@@ -12,6 +12,7 @@ from rich.text import Text
 
 from gpumem_lint.diagnostics import Applicability, Diagnostic, fix_allowed
 from gpumem_lint.output.concise import printable
+from gpumem_lint.output.source_lines import SourceLines
 
 
 class OutputFormat(str, Enum):
@@ -52,10 +53,13 @@ def write_report(
     fixed: Sequence[Diagnostic] = (),
     unsafe_fixes: bool = False,
     show_fixes: bool = False,
+    linted: Mapping[str, str] | None = None,
 ) -> None:
     """`show_statistics` replaces the findings with per-rule counts, as ruff's `--statistics` does.
 
     `fixed` are the findings `--fix` removed; `unsafe_fixes` says whether unsafe fixes count as available.
+    `linted` holds the texts linted that are not on disk (standard input), by display path: code frames
+    and fingerprints quote them.
     """
     if show_statistics:
         from gpumem_lint.output import statistics
@@ -63,12 +67,17 @@ def write_report(
         as_json = output_format in (OutputFormat.JSON, OutputFormat.JSON_LINES)
         statistics.render(diagnostics, console, as_json=as_json)
         return
+    render = _renderer(output_format)
     if output_format not in _TEXT_FORMATS:
-        _renderer(output_format)(diagnostics, console)
+        extra = {"sources": SourceLines(linted)} if output_format is OutputFormat.SARIF else {}
+        render(diagnostics, console, **extra)
         return
-    _renderer(output_format)(
-        diagnostics, console, fixable=lambda d: d.fix is not None and fix_allowed(d.fix, unsafe_fixes)
-    )
+
+    def fixable(diagnostic: Diagnostic) -> bool:
+        return diagnostic.fix is not None and fix_allowed(diagnostic.fix, unsafe_fixes)
+
+    extra = {"sources": SourceLines(linted)} if output_format is OutputFormat.FULL else {}
+    render(diagnostics, console, fixable=fixable, **extra)
     if show_fixes and fixed:
         console.print(fixed_listing(fixed))
     if not quiet:

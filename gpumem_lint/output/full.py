@@ -12,9 +12,7 @@ help: Fix the syntax error; nothing else in this file was checked
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -22,23 +20,22 @@ from rich.text import Text
 
 from gpumem_lint.diagnostics import Applicability, Diagnostic, Fix
 from gpumem_lint.output.concise import header, printable
-from gpumem_lint.source import decode_source
+from gpumem_lint.output.source_lines import SourceLines
 
 CONTEXT_LINES = 2
 TAB_SIZE = 4
-# Python counts rows at these line breaks; str.splitlines also breaks at \f and others.
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def render(
-    diagnostics: Sequence[Diagnostic], console: Console, fixable: Callable[[Diagnostic], bool] = lambda _: False
+    diagnostics: Sequence[Diagnostic],
+    console: Console,
+    fixable: Callable[[Diagnostic], bool] = lambda _: False,
+    sources: SourceLines | None = None,
 ) -> None:
-    sources: dict[str, list[str] | None] = {}
+    sources = sources or SourceLines()
     for diagnostic in diagnostics:
         console.print(header(diagnostic, fixable(diagnostic)))
-        if diagnostic.path not in sources:
-            sources[diagnostic.path] = _read_lines(diagnostic.path)
-        lines = sources[diagnostic.path]
+        lines = sources.of(diagnostic.path)
         if lines is not None and 1 <= diagnostic.start.row <= len(lines):
             console.print(code_frame(diagnostic, lines))
         if diagnostic.help:
@@ -91,15 +88,3 @@ def _underline(diagnostic: Diagnostic, line: str) -> tuple[int, int]:
 
 def _shown(source: str) -> str:
     return printable(source.expandtabs(TAB_SIZE))
-
-
-def _read_lines(display_path: str) -> list[str] | None:
-    """The file's lines, or None when it cannot be read or decoded (the frame is skipped).
-
-    Display paths are relative to the current directory (or absolute), so they open as they are.
-    """
-    try:
-        text = decode_source(Path(display_path).read_bytes())
-    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
-        return None
-    return _LINE_BREAK.split(text)

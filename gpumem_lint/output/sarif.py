@@ -27,7 +27,7 @@ from rich.console import Console
 from gpumem_lint import __version__
 from gpumem_lint.diagnostics import Diagnostic, Severity
 from gpumem_lint.rules import ALL_CODES
-from gpumem_lint.source import decode_source
+from gpumem_lint.output.source_lines import SourceLines
 
 if TYPE_CHECKING:
     from gpumem_lint.rules.base import Rule
@@ -36,26 +36,25 @@ SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 #: GitHub's limit on `fullDescription.text`.
 DESCRIPTION_LIMIT = 1024
 _SECTION = re.compile(r"^## What it does\n(?P<body>.*?)(?=^## |\Z)", re.MULTILINE | re.DOTALL)
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _RULE_INDEX = {code: index for index, code in enumerate(ALL_CODES)}
 
 
-def render(diagnostics: Sequence[Diagnostic], console: Console) -> None:
-    console.out(json.dumps(sarif_log(diagnostics), indent=2, ensure_ascii=False), highlight=False)
+def render(diagnostics: Sequence[Diagnostic], console: Console, sources: SourceLines | None = None) -> None:
+    console.out(json.dumps(sarif_log(diagnostics, sources=sources), indent=2, ensure_ascii=False), highlight=False)
 
 
-def sarif_log(diagnostics: Sequence[Diagnostic], cwd: Path | None = None) -> dict[str, Any]:
+def sarif_log(
+    diagnostics: Sequence[Diagnostic], cwd: Path | None = None, sources: SourceLines | None = None
+) -> dict[str, Any]:
     from gpumem_lint.rules import ALL_RULES
 
     root = Path(os.path.abspath(cwd or Path.cwd()))
+    sources = sources or SourceLines(base=root)
     ordered = sorted(diagnostics, key=lambda diagnostic: diagnostic.sort_key)
     occurrences: Counter[tuple[str, str, str]] = Counter()
-    sources: dict[str, list[str] | None] = {}
     results = []
     for diagnostic in ordered:
-        if diagnostic.path not in sources:
-            sources[diagnostic.path] = _source_lines(root / diagnostic.path)
-        line_hash = _line_hash(diagnostic, sources[diagnostic.path])
+        line_hash = _line_hash(diagnostic, sources.of(diagnostic.path))
         occurrences[(diagnostic.path, diagnostic.code, line_hash)] += 1
         results.append(_result(diagnostic, f"{line_hash}:{occurrences[(diagnostic.path, diagnostic.code, line_hash)]}"))
     return {
@@ -185,13 +184,6 @@ def _line_hash(diagnostic: Diagnostic, lines: list[str] | None) -> str:
     line = lines[row - 1] if lines and 1 <= row <= len(lines) else ""
     digest = hashlib.sha256(f"{diagnostic.code}\0{''.join(line.split())}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()[:16]
-
-
-def _source_lines(path: Path) -> list[str] | None:
-    try:
-        return _LINE_BREAK.split(decode_source(path.read_bytes()))
-    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
-        return None
 
 
 def _level(severity: Severity) -> str:
