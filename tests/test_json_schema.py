@@ -43,7 +43,7 @@ def test_finding_has_exactly_the_pinned_keys_and_types(capsys, tmp_path):
     assert all(isinstance(value, int) for value in finding["end_location"].values())
     assert finding["fix"] is None
     assert isinstance(finding["help"], str)
-    assert finding["url"] is None
+    assert finding["url"] == "https://github.com/gpumem-lint/gpumem-lint/blob/main/rules/GML001.md"
 
 
 def test_findings_are_sorted_and_indented_by_two(capsys, tmp_path):
@@ -82,5 +82,5 @@ def test_diagnostic_to_dict_maps_every_field():
         "end_location": {"row": 4, "column": 1},
         "fix": None,
         "help": None,
-        "url": None,
+        "url": "https://github.com/gpumem-lint/gpumem-lint/blob/main/rules/GML101.md",
     }

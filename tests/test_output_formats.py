@@ -17,6 +17,7 @@ from gpumem_lint.cli import main
 from gpumem_lint.diagnostics import Diagnostic, Position, Severity
 from gpumem_lint.output import OutputFormat, write_report
 from gpumem_lint.output.github import annotation, escape_data, escape_property
+from gpumem_lint.output.rule_links import rule_url
 from gpumem_lint.output.sarif import DESCRIPTION_LIMIT
 from gpumem_lint.rules import ALL_RULES
 from gpumem_lint.runner import Job, lint_jobs
@@ -93,6 +94,22 @@ def test_sarif_of_the_fixtures_is_valid_against_the_official_schema(capsys):
         assert location["artifactLocation"]["uri"].startswith(("hazards/", "safe/"))
         assert location["region"]["startLine"] >= 1 and location["region"]["startColumn"] >= 1
         assert result["partialFingerprints"]["primaryLocationLineHash"].rsplit(":", 1)[1].isdigit()
+
+
+def test_every_rule_links_to_its_page_in_the_repository(capsys):
+    _, out = lint(capsys, "sarif", "safe")
+    descriptors = json.loads(out)["runs"][0]["tool"]["driver"]["rules"]
+    assert [descriptor["id"] for descriptor in descriptors] == [rule.code for rule in ALL_RULES]
+    prefix = "https://github.com/gpumem-lint/gpumem-lint/blob/main/"
+    for descriptor in descriptors:
+        assert descriptor["helpUri"] == rule_url(descriptor["id"])
+        assert descriptor["helpUri"].startswith(prefix)
+        assert (REPO / descriptor["helpUri"].removeprefix(prefix)).is_file()
+
+
+def test_json_findings_carry_their_rule_page(hazards):
+    findings = json.loads(render(hazards, "json"))
+    assert findings and all(finding["url"] == rule_url(finding["code"]) for finding in findings)
 
 
 def test_sarif_rule_metadata_fits_github_limits(capsys):

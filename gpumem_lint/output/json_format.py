@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from gpumem_lint.diagnostics import Diagnostic
+from gpumem_lint.output.rule_links import rule_url
 
 
 def diagnostic_to_dict(diagnostic: Diagnostic) -> dict[str, Any]:
@@ -23,8 +24,7 @@ def diagnostic_to_dict(diagnostic: Diagnostic) -> dict[str, Any]:
         "end_location": {"row": diagnostic.end.row, "column": diagnostic.end.column},
         "fix": fix_to_dict(diagnostic),
         "help": diagnostic.help,
-        # Rule pages are not published at a URL yet.
-        "url": None,
+        "url": rule_url(diagnostic.code),
     }
     if diagnostic.source is not None:  # `gpumem-lint trace` findings: how the run bore them out
         entry["source"] = diagnostic.source

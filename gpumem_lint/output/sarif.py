@@ -2,7 +2,8 @@
 
 - Every rule is described in `tool.driver.rules` (stable `ruleId` = code, `ruleIndex` =
   registry order): `shortDescription` is the summary, `fullDescription` the "What it does"
-  section cut at a sentence to GitHub's 1,024 characters, `help` the whole rule page.
+  section cut at a sentence to GitHub's 1,024 characters, `help` the whole rule page, `helpUri`
+  where it is published.
 - Locations are relative to the working directory (`uriBaseId: %SRCROOT%`, which
   `originalUriBaseIds` resolves), regions 1-based, columns counted in code points.
 - `partialFingerprints.primaryLocationLineHash` hashes the rule and the flagged line with
@@ -27,6 +28,7 @@ from rich.console import Console
 from gpumem_lint import __version__
 from gpumem_lint.diagnostics import Diagnostic, Severity
 from gpumem_lint.rules import ALL_CODES
+from gpumem_lint.output.rule_links import rule_url
 from gpumem_lint.output.source_lines import SourceLines
 
 if TYPE_CHECKING:
@@ -88,6 +90,7 @@ def rule_descriptor(rule: type[Rule]) -> dict[str, Any]:
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": full_description(rule)},
+        "helpUri": rule_url(rule.code),
         "help": {"text": page, "markdown": page},
         "defaultConfiguration": {"level": level},
         "properties": {"tags": ["correctness", "pytorch"], "precision": "high", "problem.severity": level},
