@@ -102,7 +102,8 @@ def check_stdin(
     outcome = fix_source(text, display, rules, unsafe=request.unsafe_fixes)
     if request.diff:
         diff = unified_diff(text, outcome.text, display) if outcome.text != text else ""
-        return _report_diff(RunResult(fixed=list(outcome.fixed), diffs=[diff] if diff else []), request)
+        result = RunResult(list(outcome.remaining), list(outcome.fixed), [diff] if diff else [])
+        return _report_diff(result, request)
     sys.stdout.buffer.write(encode_like(outcome.text, data))
     sys.stdout.flush()
     return _report(list(outcome.remaining), list(outcome.fixed), request, console, {display: outcome.text})
@@ -134,13 +135,15 @@ def _report(
 
 def _report_diff(result: RunResult, request: Request) -> int:
     """`--diff`: the diffs on stdout, a count on stderr; exit 1 when there would be changes."""
+    from gpumem_lint.output import counted, hidden_fixes, plural
+
     for diff in result.diffs:
         sys.stdout.write(diff)
     if not request.quiet:
-        count = len(result.fixed)
-        typer.echo(
-            f"Would fix {count} error{'' if count == 1 else 's'}." if count else "No errors would be fixed.", err=True
-        )
+        said = f"Would fix {counted(result.fixed)}" if result.fixed else "Nothing would be fixed"
+        hidden = 0 if request.unsafe_fixes else hidden_fixes(result.diagnostics)
+        hint = f" ({plural(hidden, 'more fix', 'more fixes')} with `--unsafe-fixes`)" if hidden else ""
+        typer.echo(f"{said}{hint}.", err=True)
     return 1 if result.diffs else 0
 
 

@@ -105,23 +105,39 @@ def test_exit_code_after_fixing_everything(capsys, tmp_path, options, expected_c
     code, out, _ = run(capsys, *options, "a.py")
     assert code == expected_code
     if options:
-        assert out.splitlines()[-1] == "Found 1 error (1 fixed, 0 remaining)." or "--exit-zero" in options
+        assert out.splitlines()[-1] == "Found 1 warning (1 fixed, 0 remaining)." or "--exit-zero" in options
 
 
 def test_summary_counts_fixable_and_hidden_fixes(capsys, tmp_path):
     (tmp_path / "a.py").write_text(BRIDGE.format(comment="") + STALE_NOQA.replace("import torch\n\n", ""))
     _, out, _ = run(capsys, "--output-format", "concise", "a.py")
     assert out.splitlines()[-2:] == [
-        "Found 2 errors.",
+        "Found 2 warnings.",
         "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).",
     ]
     assert " GML002 [*] unused" in out and " GML106 [*]" not in out
 
 
+def test_summary_counts_errors_and_warnings_apart(capsys, tmp_path):
+    (tmp_path / "a.py").write_text(STALE_NOQA)  # GML002 is a warning
+    (tmp_path / "b.py").write_text("def f(:\n")  # GML001 an error
+    _, out, _ = run(capsys, "--output-format", "concise", ".")
+    assert "Found 1 error and 1 warning." in out.splitlines()
+
+
+def test_diff_with_safe_and_unsafe_fixes_mentions_the_unsafe_ones(capsys, tmp_path):
+    (tmp_path / "a.py").write_text(BRIDGE.format(comment="") + STALE_NOQA.replace("import torch\n\n", ""))
+    code, _, err = run(capsys, "--diff", "a.py")
+    assert code == 1
+    assert "Would fix 1 warning (1 more fix with `--unsafe-fixes`)." in err
+    _, _, err = run(capsys, "--diff", "--unsafe-fixes", "a.py")
+    assert "Would fix 2 warnings." in err
+
+
 def test_show_fixes_lists_what_was_fixed(capsys, tmp_path):
     (tmp_path / "a.py").write_text(STALE_NOQA)
     _, out, _ = run(capsys, "--fix", "--show-fixes", "a.py")
-    assert "Fixed 1 error:\n- a.py:\n    1 × GML002 (unused-suppression)\n" in out
+    assert "Fixed 1 warning:\n- a.py:\n    1 × GML002 (unused-suppression)\n" in out
 
 
 def test_diff_prints_the_change_and_leaves_the_file(capsys, tmp_path):
@@ -131,9 +147,10 @@ def test_diff_prints_the_change_and_leaves_the_file(capsys, tmp_path):
     assert (tmp_path / "a.py").read_text() == BRIDGE.format(comment="")
     assert "--- a.py\n+++ a.py\n" in out
     assert "-    original = t.numpy()\n+    original = t.numpy().copy()\n" in out
-    assert "Would fix 1 error." in err
-    code, out, _ = run(capsys, "--diff", "a.py")  # the only fix is unsafe
+    assert "Would fix 1 warning." in err
+    code, out, err = run(capsys, "--diff", "a.py")  # the only fix is unsafe
     assert (code, out) == (0, "")
+    assert "Nothing would be fixed (1 more fix with `--unsafe-fixes`)." in err
 
 
 def test_fix_keeps_encoding_bom_line_ends_and_mode(capsys, tmp_path):
@@ -215,7 +232,7 @@ def test_stdin_fix_prints_the_fixed_source_and_reports_on_stderr(capsys, monkeyp
     code, out, err = run(capsys, "--fix", "--stdin-filename", "mod.py")
     assert code == 0
     assert out == STALE_NOQA.replace("GML107, E501", "E501")
-    assert "Found 1 error (1 fixed, 0 remaining)." in err
+    assert "Found 1 warning (1 fixed, 0 remaining)." in err
 
 
 def test_stdin_fix_passes_undecodable_input_through_unchanged(capsysbinary, monkeypatch):

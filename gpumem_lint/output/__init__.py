@@ -10,7 +10,7 @@ from enum import Enum
 from rich.console import Console
 from rich.text import Text
 
-from gpumem_lint.diagnostics import Applicability, Diagnostic, fix_allowed
+from gpumem_lint.diagnostics import Applicability, Diagnostic, Severity, fix_allowed
 from gpumem_lint.output.concise import printable
 from gpumem_lint.output.source_lines import SourceLines
 
@@ -89,13 +89,11 @@ def summary(diagnostics: Sequence[Diagnostic], fixed: Sequence[Diagnostic], unsa
     remaining, done = len(diagnostics), len(fixed)
     if remaining == 0 and done == 0:
         return ["All checks passed!"]
-    total = remaining + done
-    found = f"Found {total} error{'' if total == 1 else 's'}"
+    found = f"Found {counted([*diagnostics, *fixed])}"
     lines = [f"{found} ({done} fixed, {remaining} remaining)." if done else f"{found}."]
-    fixes = [d.fix for d in diagnostics if d.fix is not None]
-    available = sum(fix_allowed(fix, unsafe_fixes) for fix in fixes)
-    hidden = sum(fix.applicability is Applicability.UNSAFE for fix in fixes) if not unsafe_fixes else 0
-    hint = f"{hidden} hidden fix{'' if hidden == 1 else 'es'} can be enabled with the `--unsafe-fixes` option"
+    available = sum(d.fix is not None and fix_allowed(d.fix, unsafe_fixes) for d in diagnostics)
+    hidden = 0 if unsafe_fixes else hidden_fixes(diagnostics)
+    hint = f"{plural(hidden, 'hidden fix', 'hidden fixes')} can be enabled with the `--unsafe-fixes` option"
     if available:
         fixable = f"[*] {available} fixable with the `--fix` option"
         lines.append(f"{fixable} ({hint})." if hidden else f"{fixable}.")
@@ -104,9 +102,25 @@ def summary(diagnostics: Sequence[Diagnostic], fixed: Sequence[Diagnostic], unsa
     return lines
 
 
+def counted(diagnostics: Sequence[Diagnostic]) -> str:
+    """"2 errors and 1 warning": the findings by severity, errors first."""
+    severities = Counter(diagnostic.severity for diagnostic in diagnostics)
+    parts = [plural(severities[severity], severity.value) for severity in Severity if severities[severity]]
+    return " and ".join(parts) or "0 errors"
+
+
+def hidden_fixes(diagnostics: Sequence[Diagnostic]) -> int:
+    """Fixes that only `--unsafe-fixes` applies."""
+    return sum(d.fix is not None and d.fix.applicability is Applicability.UNSAFE for d in diagnostics)
+
+
+def plural(count: int, singular: str, plural_form: str | None = None) -> str:
+    return f"{count} {singular if count == 1 else plural_form or singular + 's'}"
+
+
 def fixed_listing(fixed: Sequence[Diagnostic]) -> Text:
     """`--show-fixes`: what was fixed, per file and code."""
-    text = Text(f"Fixed {len(fixed)} error{'' if len(fixed) == 1 else 's'}:\n")
+    text = Text(f"Fixed {counted(fixed)}:\n")
     per_file: dict[str, Counter[tuple[str, str]]] = {}
     for diagnostic in fixed:
         per_file.setdefault(diagnostic.path, Counter())[(diagnostic.code, diagnostic.name)] += 1
