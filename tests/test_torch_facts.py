@@ -101,3 +101,33 @@ def test_f10_reshape_aliases_only_when_it_can():
     y = torch.zeros(3, 2).t()
     y.reshape(6).add_(1)
     assert y.sum().item() == 0.0
+
+
+@pytest.mark.parametrize(
+    ("write", "error"),
+    [
+        (lambda layer: layer.weight.mul_(0.5), "a leaf Variable that requires grad"),
+        (lambda layer: layer.weight[:, :2].mul_(0.5), "a view of a leaf Variable that requires grad"),
+        (lambda layer: layer.weight.__setitem__(0, 1.0), "a view of a leaf Variable that requires grad"),
+        (lambda layer: layer.bias.__isub__(1.0), "a leaf Variable that requires grad"),
+        (lambda layer: next(layer.parameters()).add_(1.0), "a leaf Variable that requires grad"),
+    ],
+)
+def test_f21_inplace_write_to_a_grad_leaf_raises_outside_no_grad(write, error):
+    layer = nn.Linear(4, 4)
+    with pytest.raises(RuntimeError, match=error):
+        write(layer)
+    with torch.no_grad():
+        write(layer)  # initialisation and manual updates: allowed
+    layer.requires_grad_(False)
+    write(layer)  # a frozen module's parameters are not leaves that require grad
+    before = layer.weight.clone()
+    layer.weight.data.mul_(2)  # through `.data` autograd does not see the write
+    assert torch.equal(layer.weight, before * 2)
+
+
+def test_f22_iterating_a_tensor_unbinds_it():
+    scores = torch.randn(3, 3, requires_grad=True) @ torch.randn(3, 3)
+    with pytest.raises(RuntimeError, match="Output 0 of Unbind is a view and is being modified inplace"):
+        for row in scores:
+            row.clamp_(min=0)

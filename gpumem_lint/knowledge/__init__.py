@@ -63,6 +63,9 @@ class Knowledge:
     metadata_functions: frozenset[str]
     foreach_prefix: str
     undeclared_mutators: dict[str, tuple[int, ...]]
+    module_parameters: dict[str, frozenset[str]]  # "torch.nn.Linear" -> {"weight", "bias"}
+    module_buffers: dict[str, frozenset[str]]
+    grad_mode_setters: frozenset[str]
 
     @cached_property
     def tensor_only_methods(self) -> frozenset[str]:
@@ -112,6 +115,7 @@ def _set(values) -> frozenset[str]:
 def knowledge() -> Knowledge:
     ops = json.loads(data_text("ops.json"))
     hand = tomllib.loads(data_text("aliasing.toml"))
+    modules = json.loads(data_text("modules.json"))["modules"]
     return Knowledge(
         torch_version=ops["torch_version"],
         inplace_methods=_set(ops["inplace_methods"]),
@@ -152,4 +156,7 @@ def knowledge() -> Knowledge:
         metadata_functions=_set(hand["metadata"]["functions"]),
         foreach_prefix=hand["foreach"]["prefix"],
         undeclared_mutators={name: tuple(positions) for name, positions in hand["undeclared_mutators"].items()},
+        module_parameters={f"torch.nn.{name}": _set(m.get("parameters", ())) for name, m in modules.items()},
+        module_buffers={f"torch.nn.{name}": _set(m.get("buffers", ())) for name, m in modules.items()},
+        grad_mode_setters=_set(hand["no_grad_contexts"]["setters"]),
     )

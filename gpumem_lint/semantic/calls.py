@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from gpumem_lint.semantic.imports import dotted_name, place_prefixes
-from gpumem_lint.semantic.values import EMPTY, AliasKind, Role, State, Storage, Value
+from gpumem_lint.semantic.values import EMPTY, AliasKind, Grad, Role, State, Storage, Value
 from gpumem_lint.semantic.walk import Walker
 
 #: Shallow containers: they hold the same tensors, not copies.
@@ -49,14 +49,31 @@ class CallSemantics:
         metadata = type(func) is cst.Name and func.value in self.k.metadata_functions  # `len(x)`
         args = [self._eval(arg.value, state, record=not metadata) for arg in node.args]
         name = dotted_name(func)
+        callee = None
         if name is not None and not (
             attribute and (func.attr.value in self.k.not_module_calls or func.attr.value in self.k.tensor_only_methods)
         ):
-            self._in_graph(self._eval(func, state, record=False))  # `model(x)`, `self.encoder(x)`
+            callee = self._eval(func, state, record=False)
+            self._in_graph(callee)  # `model(x)`, `self.encoder(x)`
         if name is not None and args and any(h.role is Role.INPLACE_MODULE for h in state.env.get(name, ())):
             self._write(args[0], node, "inplace module", state)
             return args[0]
         qualified = self.imports.qualify_name(name) if name is not None else None
+        result = self._call_result(node, func, name, qualified, receiver, args, state)
+        self._call_grad(node, result, callee, [receiver, *args] if receiver is not None else args, qualified)
+        return result
+
+    def _call_result(
+        self,
+        node: cst.Call,
+        func: cst.BaseExpression,
+        name: str | None,
+        qualified: str | None,
+        receiver: Value | None,
+        args: list[Value],
+        state: State,
+    ) -> Value:
+        attribute = receiver is not None
         crossing = self._process_call(node, qualified, receiver, args, state)
         if crossing is not None:
             return crossing
@@ -88,6 +105,8 @@ class CallSemantics:
             subject = node.func.value if receiver.tensor or not positional else positional[0]
             self._check_backward(node, subject, state)
             return EMPTY
+        if method == "requires_grad_":
+            return self._requires_grad_(node, receiver, state)
         if method == "set_" and args:  # `x.set_(y)`: like `x.data = y`, invisible to autograd
             self._write(receiver, node, "set_", state)
             return receiver
@@ -102,7 +121,10 @@ class CallSemantics:
             return self._alias(receiver, node, AliasKind.STATE_DICT)
         if method in k.parameter_methods:
             self.module_storages.update(h.storage for h in receiver.handles)
-            return self._alias(receiver, node, AliasKind.PARAMETERS, tensor=True)
+            parameters = self._alias(receiver, node, AliasKind.PARAMETERS, tensor=True)
+            if "parameters" in method:  # not buffers
+                self._parameter_grad(receiver, parameters)
+            return parameters
         if method in k.load_methods:
             self.module_storages.update(h.storage for h in receiver.handles)
             own = {h.storage for h in receiver.handles}
@@ -169,7 +191,11 @@ class CallSemantics:
                 return self._alias(first, node, AliasKind.NUMPY, tensor=False, ndarray=True)
             return self._fresh_value(node, ndarray=True)
         if qualified in k.wrapper_functions and positional:
-            return self._alias(first, node, AliasKind.WRAPPER, tensor=True)
+            parameter = self._alias(first, node, AliasKind.WRAPPER, tensor=True)
+            frozen = _is_false(_keyword(node, "requires_grad"))
+            for handle in parameter.handles:  # a Parameter is a leaf that requires grad
+                handle.grad, handle.leaf = (Grad.NO, False) if frozen else (Grad.YES, True)
+            return parameter
         if qualified in k.undeclared_mutators and _is_true(_keyword(node, "training")):
             for position in k.undeclared_mutators[qualified]:
                 if position < len(positional):
@@ -315,6 +341,10 @@ def _keyword(node: cst.Call, name: str) -> cst.BaseExpression | None:
 
 def _is_true(node: cst.BaseExpression | None) -> bool:
     return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _is_false(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
 
 
 def _is_training_call(name: str) -> bool:

@@ -20,6 +20,7 @@ import libcst as cst
 
 from gpumem_lint.knowledge import Knowledge, knowledge
 from gpumem_lint.semantic.calls import CallSemantics, Mutator
+from gpumem_lint.semantic.grad import GradSemantics
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
 from gpumem_lint.semantic.processes import ProcessFacts, ProcessSemantics
 from gpumem_lint.semantic.scopes import Scope
@@ -28,6 +29,7 @@ from gpumem_lint.semantic.values import (
     REBINDING_OPS,
     UNREACHABLE,
     AliasKind,
+    Grad,
     Handle,
     Read,
     Role,
@@ -85,7 +87,7 @@ class ScopeFacts:
         return frozenset(write.storage.label for write in self.argument_writes())
 
 
-class ScopeAnalyzer(CallSemantics, ProcessSemantics):
+class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics):
     def __init__(self, scope: Scope, imports: ImportTable, mutators: dict[str, Mutator] | None = None) -> None:
         self.scope = scope
         self.imports = imports
@@ -118,6 +120,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
         for name, tensor in self.scope.params.items():
             storage = self._storage(("param", name), name, "param")
             handle = self._handle(("param", name), storage, AliasKind.OWN, None, tensor=bool(tensor))
+            if tensor and self.scope.name == "forward" and self.scope.is_method:
+                handle.grad = Grad.MAY  # a module's input: the previous layer's activations
             state.env[name] = frozenset({handle})
         for place in self.scope.inplace_modules:
             storage = self._storage(("module", place), place, "external")
@@ -293,6 +297,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
             return
         if isinstance(target, cst.Subscript):
             self._store_item(target, value, state)
+            return
+        if isinstance(target, cst.Attribute) and target.attr.value == "requires_grad":
+            self._set_requires_grad(target, made_by, state)
             return
         if isinstance(target, cst.Attribute) and target.attr.value == "data":
             owner = self._eval(target.value, state)
@@ -482,12 +489,14 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
         if kind is cst.Subscript:
             return self._subscript(node, state)
         if kind in _OPERATIONS:
+            operands = [self._eval(child, state) for child in _operands(node)]
             tensor = False
-            for child in _operands(node):
-                operand = self._eval(child, state)
+            for operand in operands:
                 tensor |= operand.tensor
                 self._in_graph(operand)
-            return Value(frozenset({self._fresh(node, "", EMPTY, tensor=tensor)}), tensor=tensor)
+            result = self._fresh(node, "", EMPTY, tensor=tensor)
+            self._operation_grad(result, operands)
+            return Value(frozenset({result}), tensor=tensor)
         if kind in _COLLECTIONS:
             handles: set[Handle] = set()
             for element in node.elements:
@@ -635,6 +644,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
                 ndarray=h.ndarray,
                 base=h,
                 element=True,
+                grad=h.grad,
             )
             for h in container.handles
             if h.role is None
@@ -757,6 +767,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
                 ndarray=base.ndarray if ndarray is None else ndarray,
                 base=source,
             )
+            self._alias_grad(handle, source)
             handles.add(handle)
             self._aliased.add(handle.storage)
         self._born.update(handles)
@@ -768,6 +779,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
 
     def _external(self, place: str, state: State) -> Handle:
         parent = None
+        owner: frozenset[Handle] = frozenset()
         head, _, attribute = place.rpartition(".")
         if head and attribute not in self.k.other_tensor_attributes:
             owner = state.env.get(head)
@@ -778,7 +790,12 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
             parent = next(iter(owner)).storage if owner else None
         storage = self._storage(("external", place, id(parent)), place, "external", parent)
         tensor = place in self.scope.tensor_places
-        return self._handle(("external", place, id(parent)), storage, AliasKind.OWN, None, tensor=tensor)
+        handle = self._handle(("external", place, id(parent)), storage, AliasKind.OWN, None, tensor=tensor)
+        if owner:
+            self._attribute_grad(handle, head, attribute, owner)
+        elif not head:
+            handle.module = self._self_module(place)
+        return handle
 
     def _fresh(self, node, place: str, value: Value, tensor: bool | None = None) -> Handle:
         key = ("fresh", place, id(node) if not isinstance(node, tuple) else (id(node[0]), node[1]))
@@ -855,7 +872,10 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics):
 
     def _is_no_grad(self, node: cst.BaseExpression) -> bool:
         target = node.func if isinstance(node, cst.Call) else node
-        return self.imports.qualify(target) in self.k.no_grad_contexts
+        qualified = self.imports.qualify(target)
+        if qualified in self.k.grad_mode_setters:  # `with torch.set_grad_enabled(False):`
+            return isinstance(node, cst.Call) and bool(node.args) and _is_false(node.args[0].value)
+        return qualified in self.k.no_grad_contexts
 
     # -------------------------------------------------------------- backward
 
@@ -904,6 +924,10 @@ def _formatted_expressions(node) -> list[cst.BaseExpression]:
     if isinstance(node, cst.FormattedString):
         return [part.expression for part in node.parts if isinstance(part, cst.FormattedStringExpression)]
     return []
+
+
+def _is_false(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
 
 
 def _keyed_by_string(node: cst.Subscript) -> bool:

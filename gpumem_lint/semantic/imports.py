@@ -72,5 +72,9 @@ class ImportTable:
             return None
         return f"{target}.{rest}" if rest else target
 
+    def local_name(self, module: str) -> str | None:
+        """The name `module` itself is bound to here (`import torch as th` -> `th`), if any."""
+        return next((local for local, target in self._names.items() if target == module), None)
+
     def imports(self, module: str) -> bool:
         return any(value == module or value.startswith(module + ".") for value in self._names.values())

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from gpumem_lint.knowledge import knowledge
+from gpumem_lint.semantic.class_facts import ClassFacts, ClassFactsBuilder, ClassTable
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.walk import Walker
 
@@ -34,6 +35,9 @@ class Scope:
     calls: set[str] = field(default_factory=set)  # bare names called: `helper(x)`
     assumed_tensor: str | None = None  # forward's input, taken for a tensor without evidence
     all_params: tuple[str, ...] = ()  # positional order, including self
+    classes: ClassTable | None = None  # the module's classes, shared by its scopes
+    trains: bool = False  # calls `backward()`: what it computes with a model requires grad
+    freezes_parameters: bool = False  # the module turns requires_grad off somewhere
 
     @property
     def is_function(self) -> bool:
@@ -47,6 +51,7 @@ class Scope:
 @dataclass
 class _Class:
     name: str
+    facts: ClassFacts
     inplace_modules: set[str] = field(default_factory=set)
     pending: list[tuple[str, cst.Call]] = field(default_factory=list)
     methods: list[Scope] = field(default_factory=list)
@@ -62,6 +67,8 @@ class ScopeCollector(Walker):
         self._classes: list[_Class | None] = [None]
         self._all_classes: list[_Class] = []
         self._tensor_methods = knowledge().tensor_only_methods
+        self._class_facts = ClassFactsBuilder(self.imports)
+        self._freezes = False
 
     def visit_Import(self, node: cst.Import) -> None:
         self.imports.add(node)
@@ -70,7 +77,7 @@ class ScopeCollector(Walker):
         self.imports.add(node)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        info = _Class(node.name.value)
+        info = _Class(node.name.value, self._class_facts.open_class(node))
         self._classes.append(info)
         self._all_classes.append(info)
 
@@ -112,6 +119,14 @@ class ScopeCollector(Walker):
             place = dotted_name(func.value)
             if place is not None:
                 self._functions[-1].tensor_places.add(place)
+        if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+            self._functions[-1].trains = True
+        if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" and node.args:
+            self._freezes |= _is_false(node.args[0].value)
+        owner = self._method_owner()
+        if owner is not None and isinstance(func, cst.Attribute) and _is_self(func.value):
+            if func.attr.value in ("register_parameter", "register_buffer"):
+                self._class_facts.register(owner.facts, node)
 
     def visit_Name(self, node: cst.Name) -> None:
         if "inplace" in node.value.lower():
@@ -126,13 +141,39 @@ class ScopeCollector(Walker):
                 self._functions[-1].tensor_places.add(place)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        owner = self._classes[-1]
-        if owner is None or not isinstance(node.value, cst.Call):
+        if _is_false(node.value) and any(
+            isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad" for t in node.targets
+        ):
+            self._freezes = True
+        owner = self._method_owner()
+        if owner is None:
             return
         for target in node.targets:
+            self._assign_attribute(owner, target.target, node.value)
             place = dotted_name(target.target)
-            if place is not None and place.startswith("self."):
+            if isinstance(node.value, cst.Call) and place is not None and place.startswith("self."):
                 owner.pending.append((place, node.value))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        owner = self._method_owner()
+        if owner is not None and node.value is not None:
+            self._assign_attribute(owner, node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        owner = self._method_owner()
+        if owner is not None:
+            self._assign_attribute(owner, node.target, None)
+
+    def _assign_attribute(self, owner: _Class, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:  # `self.a, self.b = f()`: each holds something unseen
+                self._assign_attribute(owner, element.value, None)
+        elif isinstance(target, cst.Attribute) and _is_self(target.value):
+            self._class_facts.assign(owner.facts, target.attr.value, value)
+
+    def _method_owner(self) -> _Class | None:
+        """The class whose method's own body is being walked (not a nested function's)."""
+        return self._classes[-1] if self._functions[-1].class_name is not None else None
 
     def _direct_method(self, node: cst.FunctionDef) -> bool:
         # A def directly inside a class body: the innermost open scope is the class.
@@ -140,6 +181,7 @@ class ScopeCollector(Walker):
 
     def finish(self) -> list[Scope]:
         inplace = knowledge().module_inplace_kwarg
+        classes = self._class_facts.table()
         for info in self._all_classes:
             for place, call in info.pending:
                 qualified = self.imports.qualify(call.func) or ""
@@ -148,6 +190,8 @@ class ScopeCollector(Walker):
             for method in info.methods:
                 method.inplace_modules = info.inplace_modules
         for scope in self.scopes:
+            scope.classes = classes
+            scope.freezes_parameters = self._freezes
             scope.params = {
                 name: True if tensor or name in scope.tensor_places else tensor for name, tensor in scope.params.items()
             }
@@ -157,6 +201,14 @@ class ScopeCollector(Walker):
                 scope.params[first] = True
                 scope.assumed_tensor = first
         return self.scopes
+
+
+def _is_false(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
+
+
+def _is_self(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "self"
 
 
 def _inplace_true(call: cst.Call) -> bool:

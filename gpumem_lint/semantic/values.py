@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import Enum, IntEnum
 from typing import NamedTuple
 
 import libcst as cst
@@ -33,6 +33,15 @@ class AliasKind(str, Enum):
 
 #: Kinds a user commonly mistakes for a copy.
 SNAPSHOT_KINDS = frozenset({AliasKind.VIEW, AliasKind.DETACH, AliasKind.DATA, AliasKind.WRAPPER})
+
+
+class Grad(IntEnum):
+    """Whether a tensor requires grad, ordered so that a join takes the larger."""
+
+    NO = 0  # made under no-grad, detached, a buffer, or `requires_grad_(False)`
+    UNKNOWN = 1
+    MAY = 2  # a module's forward input, or computed by a function that calls backward()
+    YES = 3  # a Parameter, `requires_grad=True`, or computed from one outside no-grad
 
 
 class Role(str, Enum):
@@ -74,6 +83,19 @@ class Handle:
     base: Handle | None = None  # the handle this alias was made from
     element: bool = False  # one item of a container being iterated
     stored: bool = False  # put into a container (`outs.append(h)`): what the container holds
+    grad: Grad = Grad.UNKNOWN
+    leaf: bool = False  # a leaf of autograd's graph: a Parameter, a `requires_grad=True` factory
+    module: str | None = None  # an nn.Module: its class ("torch.nn.Linear" or a class of this file)
+
+    def grad_leaf(self) -> Handle | None:
+        """The leaf requiring grad that this handle is, or is a view of (not through
+        `.detach()`/`.data`, which autograd does not track)."""
+        for handle in self.chain():
+            if handle.kind in (AliasKind.DETACH, AliasKind.DATA, AliasKind.NUMPY, AliasKind.STATE_DICT):
+                return None
+            if handle.leaf and handle.grad is Grad.YES:
+                return handle
+        return None
 
     def chain(self) -> Iterator[Handle]:
         """This handle and those it was derived from: `x.view(-1)` -> `x`."""

@@ -1,0 +1,278 @@
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.fixes import Applicability
+from gpumem_lint.rules._no_grad_fix import under_no_grad
+from gpumem_lint.rules._reporting import write_text
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.values import AliasKind, Handle, Write
+from gpumem_lint.semantic.write_triggers import WRITES
+
+
+_VIEWS = frozenset({AliasKind.VIEW, AliasKind.EXPAND, AliasKind.MULTI_VIEW})
+
+
+class InplaceWriteOnGradLeaf(Rule):
+    """
+    ## What it does
+    Flags an in-place write (`mul_`, `+=`, `w[i] = …`, `out=`, `copy_`, …) to a leaf tensor
+    that requires grad, or to a view of one, outside `torch.no_grad()`. Leaves are
+    Parameters (`nn.Parameter(...)`, a module's `weight` and `bias` as `torch.nn`'s own
+    classes and this file's `__init__` methods define them, the items of
+    `model.parameters()`), tensors made with `requires_grad=True`, and tensors after
+    `requires_grad_()`.
+
+    ## Why is this bad?
+    Autograd cannot record a change to the very tensor it differentiates with respect
+    to, so the write raises at once: `RuntimeError: a leaf Variable that requires grad is
+    being used in an in-place operation.`, or for a slice or other view of it `a view of a
+    leaf Variable that requires grad is being used in an in-place operation.`
+    ([docs/facts.md](../docs/facts.md) F21). The classic shapes are a hand-written SGD step
+    (`w -= lr * w.grad`) and re-initialising part of a layer's weight.
+
+    ## Known problems
+    Only leaves the file shows are known: a parameter passed in from another module, or a
+    model built elsewhere, is not followed unless the function calls `backward()`. Code that
+    a caller runs under `torch.no_grad()` is reported, since this function alone would raise.
+    A file that turns `requires_grad` off anywhere (`p.requires_grad = False`,
+    `requires_grad_(False)`) has its module parameters treated as unknown.
+
+    ## Example
+    ```python
+    layer = nn.Linear(4, 4)
+    layer.weight[:, :2].mul_(0.5)
+    ```
+
+    ## Use instead
+    ```python
+    layer = nn.Linear(4, 4)
+    with torch.no_grad():
+        layer.weight[:, :2].mul_(0.5)
+    ```
+
+    ## Fix safety
+    The fix puts the statement under `with torch.no_grad():`. It is unsafe: the write is
+    then invisible to autograd, which is what initialisation and manual updates want, but
+    not a computation whose gradient should flow (write out of place there: `w = w * s`).
+
+    ## References
+    - [Autograd mechanics: in-place operations](https://docs.pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
+    - [`torch.no_grad`](https://docs.pytorch.org/docs/stable/generated/torch.no_grad.html)
+    """
+
+    code = "GML108"
+    name = "inplace-write-on-grad-leaf"
+    summary = "In-place write to a leaf tensor that requires grad (a Parameter), or to a view of one"
+    fix_title = "Write under `with torch.no_grad():` (initialisation, manual updates), or out of place"
+    fix_applicability = Applicability.UNSAFE
+    triggers = ("torch",)
+    scope_triggers = WRITES
+    VALID = (
+        """
+import torch
+import torch.nn as nn
+
+layer = nn.Linear(4, 4)
+with torch.no_grad():
+    layer.weight[:, :2].mul_(0.5)
+""",
+        """
+import torch
+
+w = torch.randn(3, requires_grad=True)
+loss = (w * 2).sum()
+loss.backward()
+w.data -= 0.1 * w.grad
+w.grad.zero_()
+""",
+        """
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.register_buffer("steps", torch.zeros(()))
+
+    def forward(self, x):
+        self.steps += 1
+        return self.fc(x)
+""",
+        """
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 4)
+model.requires_grad_(False)
+model.weight.mul_(0.5)
+""",
+        """
+import torch
+
+w = torch.randn(3)
+w.mul_(2)
+w.requires_grad_()
+""",
+        """
+import torch
+import torch.nn as nn
+
+layer = nn.Linear(4, 4)
+nn.init.zeros_(layer.bias)
+layer.weight.detach().mul_(0.5)
+""",
+        """
+import torch
+
+def sgd(model, x):
+    model(x).sum().backward()
+    with torch.set_grad_enabled(False):
+        for p in model.parameters():
+            p -= 0.1 * p.grad
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+layer = nn.Linear(4, 4)
+layer.weight[:, :2].mul_(0.5)
+""",
+            (6,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+layer = nn.Linear(4, 4)
+with torch.no_grad():
+    layer.weight[:, :2].mul_(0.5)
+""",
+        ),
+        Invalid(
+            """
+import torch
+
+w = torch.randn(3, requires_grad=True)
+loss = (w * 2).sum()
+loss.backward()
+w -= 0.1 * w.grad
+""",
+            (7,),
+            fixed="""
+import torch
+
+w = torch.randn(3, requires_grad=True)
+loss = (w * 2).sum()
+loss.backward()
+with torch.no_grad():
+    w -= 0.1 * w.grad
+""",
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(4))
+
+    def forward(self, x):
+        self.scale.clamp_(min=0)
+        return x * self.scale
+""",
+            (11,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(4))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.scale.clamp_(min=0)
+        return x * self.scale
+""",
+        ),
+        Invalid(
+            """
+import torch
+
+def train(model, batches, lr):
+    for x, y in batches:
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        for p in model.parameters():
+            p.add_(p.grad, alpha=-lr)
+""",
+            (9,),
+            fixed="""
+import torch
+
+def train(model, batches, lr):
+    for x, y in batches:
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        for p in model.parameters():
+            with torch.no_grad():
+                p.add_(p.grad, alpha=-lr)
+""",
+        ),
+        Invalid(
+            """
+import torch
+
+x = torch.zeros(4)
+x.requires_grad_()
+x[0] = 1.0
+""",
+            (6,),
+            fixed="""
+import torch
+
+x = torch.zeros(4)
+x.requires_grad_()
+with torch.no_grad():
+    x[0] = 1.0
+""",
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        for facts in ctx.semantic.facts:
+            for write in facts.writes:
+                leaf = _written_leaf(write)
+                if leaf is None:
+                    continue
+                what = "a view of a leaf" if _through_view(write, leaf) else "a leaf"
+                yield Report(
+                    write.node,
+                    f"{write_text(ctx, write)} writes in place to {what} that requires grad: autograd raises "
+                    f'"{what} Variable that requires grad is being used in an in-place operation"',
+                    fix=under_no_grad(ctx, write.node),
+                )
+
+
+def _through_view(write: Write, leaf: Handle) -> bool:
+    """`w[0] = v`, `w[:, :2].mul_(s)`: autograd sees a write to a view of the leaf."""
+    if write.op.startswith("[]"):
+        return True
+    for handle in write.writer.chain():
+        if handle is leaf:
+            return False
+        if handle.kind in _VIEWS:
+            return True
+    return False
+
+
+def _written_leaf(write: Write) -> Handle | None:
+    """The grad-requiring leaf a write reaches, when autograd would see the write."""
+    if write.no_grad or write.init or write.module or write.rebinds or write.callee is not None:
+        return None
+    return write.writer.grad_leaf()

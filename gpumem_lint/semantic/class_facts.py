@@ -1,0 +1,171 @@
+"""What each `self.<attr>` of a class holds, across all of its methods.
+
+pyflakes binds names per scope; this binds attributes per class, once: `self.weight =
+nn.Parameter(...)` in `__init__` makes `self.weight` a Parameter in `forward`, and
+`self.fc = nn.Linear(...)` makes `self.fc.weight` one. An attribute assigned things of
+different kinds anywhere in the class (or assigned something this cannot name) is unknown,
+so that a method which swaps it out is never judged by what another method stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+import libcst as cst
+
+from gpumem_lint.knowledge import knowledge
+from gpumem_lint.semantic.imports import ImportTable, dotted_name
+
+_PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
+class Held(str, Enum):
+    PARAMETER = "parameter"  # a leaf that requires grad
+    BUFFER = "buffer"  # module state that does not
+    MODULE = "module"  # a submodule, of the class in `AttributeFact.module`
+
+
+@dataclass(frozen=True)
+class AttributeFact:
+    held: Held
+    module: str | None = None  # "torch.nn.Linear", or the name of a class of this file
+
+
+@dataclass
+class ClassFacts:
+    name: str
+    bases: tuple[str, ...]  # qualified where imported, else as written
+    attributes: dict[str, AttributeFact | None] = field(default_factory=dict)  # None: unknown
+
+
+class ClassTable:
+    """The classes of one module, and what their instances' attributes hold."""
+
+    def __init__(self, classes: dict[str, ClassFacts]) -> None:
+        self._classes = classes
+
+    def is_module_class(self, name: str) -> bool:
+        """A class of this file that derives from `nn.Module`, directly or through others here."""
+        seen: set[str] = set()
+        pending = [name]
+        while pending:
+            current = pending.pop()
+            if current in seen or current not in self._classes:
+                continue
+            seen.add(current)
+            for base in self._classes[current].bases:
+                if _torch_module(base) is not None:
+                    return True
+                pending.append(base)
+        return False
+
+    def attribute(self, module: str, attribute: str) -> AttributeFact | None:
+        """What `<an instance of module>.<attribute>` holds, when known."""
+        k = knowledge()
+        if module in k.module_parameters:
+            if attribute in k.module_parameters[module]:
+                return AttributeFact(Held.PARAMETER)
+            if attribute in k.module_buffers[module]:
+                return AttributeFact(Held.BUFFER)
+            return None
+        seen: set[str] = set()
+        pending = [module]
+        while pending:  # the class itself first, then its bases of this file
+            current = pending.pop(0)
+            facts = self._classes.get(current)
+            if facts is None or current in seen:
+                continue
+            seen.add(current)
+            if attribute in facts.attributes:
+                return facts.attributes[attribute]
+            pending.extend(facts.bases)
+        return None
+
+
+class ClassFactsBuilder:
+    """Fed by the scope collector's walk; `table()` once the walk is done."""
+
+    def __init__(self, imports: ImportTable) -> None:
+        self._imports = imports
+        self._classes: dict[str, ClassFacts] = {}
+        self._assignments: list[tuple[ClassFacts, str, cst.BaseExpression | None]] = []
+
+    def open_class(self, node: cst.ClassDef) -> ClassFacts:
+        bases = []
+        for arg in node.bases:
+            name = dotted_name(arg.value)
+            if name is not None:
+                bases.append(self._imports.qualify_name(name) or name)
+        facts = ClassFacts(node.name.value, tuple(bases))
+        self._classes.setdefault(facts.name, facts)  # a redefinition keeps the first: its facts are unknown
+        return facts
+
+    def assign(self, owner: ClassFacts, attribute: str, value: cst.BaseExpression | None) -> None:
+        """`self.<attribute> = value` in a method (None: a value this cannot see, as in `+=`)."""
+        self._assignments.append((owner, attribute, value))
+
+    def register(self, owner: ClassFacts, call: cst.Call) -> None:
+        """`self.register_parameter("w", ...)` / `self.register_buffer("b", ...)`."""
+        method = call.func.attr.value  # type: ignore[attr-defined]
+        if not call.args or not isinstance(call.args[0].value, cst.SimpleString):
+            return
+        attribute = call.args[0].value.evaluated_value
+        if not isinstance(attribute, str):
+            return
+        held = Held.PARAMETER if method == "register_parameter" else Held.BUFFER
+        parameter = call.args[1].value if len(call.args) > 1 else None
+        if held is Held.PARAMETER and (parameter is None or _is_none(parameter)):
+            self._merge(owner, attribute, None)
+            return
+        self._merge(owner, attribute, AttributeFact(held))
+
+    def table(self) -> ClassTable:
+        table = ClassTable(self._classes)
+        for owner, attribute, value in self._assignments:
+            self._merge(owner, attribute, self._fact(value, table))
+        return table
+
+    def _fact(self, value: cst.BaseExpression | None, table: ClassTable) -> AttributeFact | None:
+        if not isinstance(value, cst.Call):
+            return None
+        name = dotted_name(value.func)
+        if name is None:
+            return None
+        qualified = self._imports.qualify_name(name)
+        if qualified in _PARAMETER:
+            return None if _requires_grad_false(value) else AttributeFact(Held.PARAMETER)
+        module = _torch_module(qualified or "")
+        if module is not None:
+            return AttributeFact(Held.MODULE, module)
+        if qualified is None and table.is_module_class(name):
+            return AttributeFact(Held.MODULE, name)
+        return None
+
+    def _merge(self, owner: ClassFacts, attribute: str, fact: AttributeFact | None) -> None:
+        if attribute in owner.attributes and owner.attributes[attribute] != fact:
+            owner.attributes[attribute] = None
+        else:
+            owner.attributes[attribute] = fact
+
+
+def _torch_module(qualified: str) -> str | None:
+    """`torch.nn.Linear`, `torch.nn.modules.linear.Linear` -> `torch.nn.Linear`."""
+    if not qualified.startswith("torch.nn."):
+        return None
+    candidate = "torch.nn." + qualified.rsplit(".", 1)[-1]
+    return candidate if candidate in knowledge().module_parameters else None
+
+
+def _requires_grad_false(call: cst.Call) -> bool:
+    return any(
+        arg.keyword is not None
+        and arg.keyword.value == "requires_grad"
+        and isinstance(arg.value, cst.Name)
+        and arg.value.value == "False"
+        for arg in call.args
+    )
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"

@@ -1,0 +1,176 @@
+"""Requires-grad provenance: which tensors require grad, and which are autograd's leaves.
+
+Flow-sensitive and three-valued (`Grad`): a Parameter (made here, held by a module as its
+class or `torch.nn`'s table says, or yielded by `parameters()`), a `requires_grad=True`
+factory and `requires_grad_()` make leaves that require grad; an op or a module applied to
+such a tensor outside no-grad makes a non-leaf that does; `.detach()`, `.data`, buffers,
+no-grad code and `requires_grad_(False)` make tensors that do not. Mixed into
+`ScopeAnalyzer`, whose helpers (`_handle`, `_assign_place`, ...) it uses.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpumem_lint.semantic.class_facts import AttributeFact, Held
+from gpumem_lint.semantic.imports import dotted_name
+from gpumem_lint.semantic.values import AliasKind, Grad, Handle, State, Value
+
+#: Aliases autograd does not track back to their source.
+_UNTRACKED = frozenset({AliasKind.DETACH, AliasKind.DATA, AliasKind.NUMPY, AliasKind.STATE_DICT})
+
+
+class GradSemantics:
+    # ------------------------------------------------------------ sources
+
+    def _attribute_grad(self, handle: Handle, head: str, attribute: str, owner: frozenset[Handle]) -> None:
+        """`self.weight`, `self.fc.weight`, `model.fc`: what the class facts say the attribute holds."""
+        fact = self._attribute_fact(head, attribute, owner)
+        if fact is None:
+            return
+        if fact.held is Held.MODULE:
+            handle.module = fact.module
+            return
+        handle.tensor = True
+        if fact.held is Held.BUFFER or any(h.grad is Grad.NO for h in owner):
+            handle.grad = Grad.NO  # a buffer, or a parameter of a frozen module
+        elif not self.scope.freezes_parameters:
+            handle.grad, handle.leaf = Grad.YES, True
+
+    def _attribute_fact(self, head: str, attribute: str, owner: frozenset[Handle]) -> AttributeFact | None:
+        classes = self.scope.classes
+        if classes is None:
+            return None
+        if head == "self" and self.scope.is_method:
+            return classes.attribute(self.scope.class_name, attribute)
+        modules = {h.module for h in owner}
+        if len(modules) != 1 or None in modules:
+            return None
+        return classes.attribute(modules.pop(), attribute)
+
+    def _self_module(self, place: str) -> str | None:
+        """`self` in a method of an nn.Module subclass of this file is that module."""
+        scope = self.scope
+        if place == "self" and scope.is_method and scope.classes is not None:
+            if scope.classes.is_module_class(scope.class_name):
+                return scope.class_name
+        return None
+
+    def _parameter_grad(self, receiver: Value, parameters: Value) -> None:
+        """Items of `model.parameters()`: leaves that require grad, when the model is known to
+        be a module that is not frozen, or this function trains it (calls `backward()`)."""
+        known = bool(receiver.handles) and all(h.module is not None and h.grad is not Grad.NO for h in receiver.handles)
+        if (known or self.scope.trains) and not self.scope.freezes_parameters and not self._no_grad:
+            for handle in parameters.handles:
+                handle.grad, handle.leaf = Grad.YES, True
+
+    def _requires_grad_(self, node: cst.Call, receiver: Value, state: State) -> Value:
+        """`x.requires_grad_()` makes x a leaf that requires grad; `(False)` one that does not."""
+        flag = node.args[0].value if node.args else None
+        off = isinstance(flag, cst.Name) and flag.value == "False"
+        return self._regrad(node, receiver, Grad.NO if off else Grad.YES, dotted_name(node.func.value), state)
+
+    def _set_requires_grad(self, target: cst.Attribute, value_node: cst.BaseExpression, state: State) -> None:
+        """`p.requires_grad = False`."""
+        owner = self._eval(target.value, state, record=False)
+        off = isinstance(value_node, cst.Name) and value_node.value == "False"
+        self._regrad(target, owner, Grad.NO if off else Grad.YES, dotted_name(target.value), state)
+
+    def _regrad(self, node: cst.CSTNode, value: Value, grad: Grad, place: str | None, state: State) -> Value:
+        handles = set()
+        for source in value.handles:
+            if source.role is not None:
+                continue
+            handle = self._handle(
+                ("regrad", id(node), id(source)),
+                source.storage,
+                source.kind,
+                source.node,
+                partial=source.partial,
+                index=source.index,
+                tensor=source.tensor,
+                ndarray=source.ndarray,
+                base=source.base,
+            )
+            handle.grad, handle.leaf, handle.module = grad, grad is Grad.YES, source.module
+            handles.add(handle)
+        regraded = value.with_handles(handles)
+        if place is not None and handles:
+            state.env[place] = frozenset(handles)
+        return regraded
+
+    # ------------------------------------------------------- propagation
+
+    def _alias_grad(self, handle: Handle, source: Handle) -> None:
+        """A view requires grad as its source does; `.detach()` and `.data` do not."""
+        if handle.kind in _UNTRACKED:
+            handle.grad = Grad.NO
+        elif source.grad > handle.grad or handle.grad is Grad.UNKNOWN:
+            handle.grad = source.grad
+
+    def _call_grad(
+        self, node: cst.Call, result: Value, callee: Value | None, inputs: list[Value], qualified: str | None
+    ) -> None:
+        """What a call's fresh result requires: grad flows from its tensor inputs, a module with
+        parameters makes it, `requires_grad=True` makes a leaf, no-grad code clears it."""
+        fresh = [h for h in result.handles if h.node is node and h.kind is AliasKind.OWN and not h.leaf]
+        module = self._constructed_module(node, qualified)
+        for handle in fresh:
+            if module is not None:
+                handle.module = module
+        if not fresh:
+            return
+        if self._no_grad:
+            grad = Grad.NO
+        elif _keyword_is(node, "requires_grad", "True") and (qualified or "").startswith("torch."):
+            for handle in fresh:
+                handle.grad, handle.leaf, handle.tensor = Grad.YES, True, True
+            return
+        else:
+            grad = max((h.grad for value in inputs for h in value.handles if h.tensor), default=Grad.UNKNOWN)
+            if callee is not None and self._has_parameters(callee):
+                grad = Grad.YES
+            elif self.scope.trains and grad < Grad.MAY and not (qualified or "").startswith(("torch.", "numpy.")):
+                grad = Grad.MAY  # what a training step computes with its model
+        for handle in fresh:
+            handle.grad = max(handle.grad, grad) if handle.grad is not Grad.UNKNOWN else grad
+
+    def _operation_grad(self, handle: Handle, operands: list[Value]) -> None:
+        if self._no_grad:
+            handle.grad = Grad.NO
+            return
+        grad = max((h.grad for value in operands for h in value.handles if h.tensor), default=Grad.UNKNOWN)
+        handle.grad = max(handle.grad, grad) if handle.grad is not Grad.UNKNOWN else grad
+
+    def _has_parameters(self, callee: Value) -> bool:
+        """Calling it runs a module that holds parameters: `self.fc(x)`, `model(x)` for a known model."""
+        k = self.k
+        for handle in callee.handles:
+            if handle.module is None or handle.grad is Grad.NO:
+                continue
+            if handle.module not in k.module_parameters or k.module_parameters[handle.module]:
+                return True
+        return False
+
+    def _constructed_module(self, node: cst.Call, qualified: str | None) -> str | None:
+        """`nn.Linear(4, 4)` -> "torch.nn.Linear"; `Net()` for an nn.Module class of this file -> "Net"."""
+        if qualified is not None:
+            candidate = "torch.nn." + qualified.rsplit(".", 1)[-1]
+            if qualified.startswith("torch.nn.") and candidate in self.k.module_parameters:
+                return candidate
+            return None
+        name = dotted_name(node.func)
+        classes = self.scope.classes
+        if name is not None and "." not in name and classes is not None and classes.is_module_class(name):
+            return name
+        return None
+
+
+def _keyword_is(node: cst.Call, keyword: str, value: str) -> bool:
+    return any(
+        arg.keyword is not None
+        and arg.keyword.value == keyword
+        and isinstance(arg.value, cst.Name)
+        and arg.value.value == value
+        for arg in node.args
+    )
