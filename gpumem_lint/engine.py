@@ -26,7 +26,7 @@ from gpumem_lint.noqa import parse_suppressions
 from gpumem_lint.rules import InternalError, InvalidSyntax, UnreadableFile
 from gpumem_lint.rules.base import Report, Rule
 from gpumem_lint.rules.gml002_unused_suppression import UnusedSuppression, unused_suppressions
-from gpumem_lint.source import decode_source
+from gpumem_lint.source import decode_source, undecodable_reason
 
 
 def lint_path(path: Path, display: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
@@ -43,7 +43,7 @@ def lint_bytes(
     try:
         text = decode_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError) as error:
-        return _tool_diagnostic(UnreadableFile, display, rules, f"cannot decode file: {error}")
+        return _tool_diagnostic(UnreadableFile, display, rules, undecodable_reason(data, error))
     return lint_source(text, display, rules, dependencies)
 
 
@@ -163,7 +163,7 @@ def _syntax_only(text: str, display: str, rules: Sequence[type[Rule]]) -> list[D
     except SyntaxError as error:
         row = error.lineno or 1
         column = error.offset or 1
-        return [_diagnostic(InvalidSyntax, display, row, column, f"invalid syntax: {error.msg}")]
+        return [_diagnostic(InvalidSyntax, display, row, column, error.msg)]  # CPython's words
     except (ValueError, RecursionError, MemoryError) as error:
         return [_diagnostic(InvalidSyntax, display, 1, 1, f"cannot parse file: {error}")]
     return []
@@ -172,7 +172,7 @@ def _syntax_only(text: str, display: str, rules: Sequence[type[Rule]]) -> list[D
 def _syntax_diagnostic(error: cst.ParserSyntaxError, display: str, rules) -> list[Diagnostic]:
     if InvalidSyntax not in rules:
         return []
-    message = f"invalid syntax: {error.message}"
+    message = f"CPython accepts this file but libcst cannot parse it: {error.message}"
     return [_diagnostic(InvalidSyntax, display, error.raw_line, error.raw_column + 1, message)]
 
 

@@ -152,6 +152,33 @@ def test_files_python_refuses_are_one_clear_diagnostic(data, code, fragment, pos
         assert (diagnostic.start.row, diagnostic.start.column) == position
 
 
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"import torch\ndef f(:\n", "invalid syntax"),
+        (b"import torch\nx = torch.zeros(3\n", "'(' was never closed"),
+        (b"x = 1\nif x\n    pass\n", "expected ':'"),
+    ],
+)
+def test_invalid_syntax_is_reported_in_cpythons_words(data, message):
+    (diagnostic,) = lint_bytes(data, "input.py", ALL_RULES)
+    assert (diagnostic.code, diagnostic.message) == ("GML001", message)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\xff\xfe", "binary file, not Python source"),
+        (b"\x7fELF\x02\x01\x01" + bytes(9) + b"\xe9\xff", "binary file, not Python source"),
+        (b'name = "caf\xe9"\n', "cannot decode file as utf-8: byte 0xe9 on line 1"),
+        (b'# coding: ascii\nx = 1\ny = "\xc3\xa9"\n', "cannot decode file as ascii: byte 0xc3 on line 3"),
+    ],
+)
+def test_undecodable_files_say_why(data, message):
+    (diagnostic,) = lint_bytes(data, "input.py", ALL_RULES)
+    assert (diagnostic.code, diagnostic.message) == ("GML003", message)
+
+
 def run(capsys, *args: str) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as exit_info:
         main(["--output-format", "concise", "--no-cache", *args])

@@ -1,6 +1,6 @@
 """Each finding with the source lines around it, the span underlined, and the remedy.
 
-model.py:2:7: GML001 invalid syntax: ...
+model.py:2:7: GML001 invalid syntax
   |
 1 | import torch
 2 | def f(:
