@@ -16,7 +16,8 @@ class CudaEnvSetAfterCudaInit(Rule):
     module it imports ran CUDA code at import time.
 
     The driver initialises earlier than most code expects: `torch.cuda.is_available()`,
-    `get_arch_list()`, `GradScaler("cuda")` and `autocast("cuda")` all run `cuInit`;
+    `get_arch_list()`, `GradScaler("cuda")`, `autocast("cuda")` and the binding
+    `torch._C._cuda_getDeviceCount()` that `is_available()` calls all run `cuInit`;
     `torch.device("cuda")`, `torch.cuda.device_count()` (NVML), `is_initialized()` and
     `manual_seed` do not. Writes before `import torch`, right after it, or before any such call
     are fine, as is a launcher that starts processes after the write (the children read their
@@ -110,6 +111,13 @@ import torch
 
 print(os.environ.get("CUDA_VISIBLE_DEVICES"), torch.cuda.is_available())
 """,
+        """
+import os
+import torch
+
+os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+count = torch._C._cuda_getDeviceCount()  # noqa: GML405
+""",
     )
     INVALID = (
         Invalid(
@@ -137,6 +145,16 @@ if __name__ == "__main__":
     os.environ["CUDA_LAUNCH_BLOCKING"] = "1"
 """,
             (10,),
+        ),
+        Invalid(
+            """
+import os
+import torch
+
+if torch._C._cuda_getDeviceCount() > 1:  # noqa: GML405
+    os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+""",
+            (6,),
         ),
     )
 
