@@ -150,6 +150,40 @@ CASES = {
                 optimizer.step()
             torch.cuda.empty_cache()
     """,
+    "a saved result overwritten before backward": """
+        import torch
+        x = torch.randn(3, requires_grad=True)
+        hidden = torch.tanh(x)
+        hidden.mul_(2)  # trace: GML109
+    """,
+    "a saved input overwritten through a view": """
+        import torch
+        x = torch.randn(4, requires_grad=True)
+        scale = torch.ones(4)
+        out = x * scale
+        scale[:2].zero_()  # trace: GML109
+    """,
+    "a parameter saved by the forward pass updated before backward": """
+        import torch
+        model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss = model(torch.ones(4, 2)).sum()
+        for parameter in model.parameters():
+            parameter.grad = torch.ones_like(parameter)
+        optimizer.step()  # trace: GML109
+    """,
+    "saved tensors written after backward, through .data, or for a dropped graph": """
+        import torch
+        x = torch.randn(3, requires_grad=True)
+        hidden = torch.tanh(x)
+        hidden.sum().backward()
+        hidden.data.mul_(2)
+        hidden.detach().mul_(2)
+        other = torch.sigmoid(x)
+        other.data.mul_(2)
+        dropped = torch.exp(x).detach()
+        dropped.mul_(2)
+    """,
     "a training step with the usual in-place idioms": """
         import copy
         import torch
@@ -271,3 +305,25 @@ def test_records_of_dead_tensors_are_dropped(tmp_path):
     assert tracker.active and list(log) == []
     assert sum(len(aliases) for aliases in tracker.aliases.values()) < 64
     assert len(tracker.by_id) < 4200 and len(tracker.pending) < 4200  # swept every 4096 registrations
+
+
+def test_saved_tensor_records_keep_no_graph_memory_alive(tmp_path):
+    """The tracker's aliases of saved tensors go when backward consumes the graph or the graph is dropped."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    sites, log = SiteFinder(), FindingLog()
+    tracker = Tracker(sites, log, FindingLog(), warn_once=pytest.fail)
+    with StorageMode(tracker):
+        x = torch.randn(3, requires_grad=True)
+        consumed = torch.sigmoid(x * 2)  # sigmoid saves its result
+        consumed_memory = StorageWeakRef(consumed.untyped_storage())
+        loss = consumed.sum()
+        del consumed
+        loss.backward()  # frees the saved result; `loss` keeps the nodes alive
+        dropped = torch.sigmoid(x * 3)
+        dropped_memory = StorageWeakRef(dropped.untyped_storage())
+        del dropped
+        torch.zeros(1)
+    assert list(log) == []
+    assert consumed_memory.expired()
+    assert dropped_memory.expired()

@@ -3,8 +3,9 @@
 Not `torch.autograd.graph.saved_tensors_hooks`: a saved tensor packed by a hook is never version-checked, so
 under the tracer a program that fails with "one of the variables needed for gradient computation has been
 modified by an inplace operation" would silently compute wrong gradients instead. The tracker reads what the
-graph saved from each new node instead (`grad_fn._saved_*`, the unpacked tensors share the saved one's version
-counter), once the op that made it has returned, before the next op runs.
+graph saved from each new node instead (`grad_fn._saved_*`), once the op that made it has returned, before the
+next op runs, and keeps a detached alias of each: it shares the saved tensor's memory and version counter but no
+graph, so the records never keep a node (and the activations behind it) alive.
 
 A saved tensor stays recorded while its node lives (a token in `node.metadata` tells) and until a backward
 starts (it consumes the graph). A write after which a recorded tensor's version is past the saved one is the
@@ -32,7 +33,7 @@ class _NodeAlive:
     __slots__ = ("__weakref__",)
 
 
-@dataclass
+@dataclass(eq=False)
 class SavedTensor:
     tensor: torch.Tensor | None  # shares the saved tensor's version counter; None once its node is gone
     version: int
@@ -42,17 +43,13 @@ class SavedTensor:
 
 @dataclass(frozen=True)
 class Write:
+    """A write into saved memory, judged once autograd has bumped the versions."""
+
     storage: int
     op: str
     site: Site | None
-
-
-@dataclass(frozen=True)
-class Overwrite:
-    """A write that moved a saved tensor past the version its backward expects."""
-
-    write: Write
-    saved: SavedTensor
+    #: The records of that memory alive at the write, each with its alias (kept even if the graph dies meanwhile).
+    saved: tuple[tuple[SavedTensor, torch.Tensor], ...]
 
 
 class SavedTensors:
@@ -74,10 +71,11 @@ class SavedTensors:
 
     def read_fresh(self) -> None:
         fresh, self.fresh = self.fresh, []
-        for out, op, site in fresh:
-            for tensor in out if isinstance(out, (list, tuple)) else (out,):
-                if isinstance(tensor, torch.Tensor):
-                    self._read_node(tensor.grad_fn, op, site)
+        with _views_share_versions():
+            for out, op, site in fresh:
+                for tensor in out if isinstance(out, (list, tuple)) else (out,):
+                    if isinstance(tensor, torch.Tensor):
+                        self._read_node(tensor.grad_fn, op, site)
 
     def _read_node(self, node, op: str, site: Site | None) -> None:
         if node is None or _TOKEN_KEY in node.metadata:
@@ -89,7 +87,7 @@ class SavedTensors:
                 storage = _storage_id(tensor)
             except RuntimeError:  # no storage (meta, functional wrappers): nothing a write could reach
                 continue
-            record = SavedTensor(tensor, tensor._version, op, site)
+            record = SavedTensor(tensor.detach(), tensor._version, op, site)
             records.append(record)
             self._by_storage.setdefault(storage, []).append(record)
         if not records:
@@ -104,24 +102,38 @@ class SavedTensors:
     def holds(self, storage: int) -> bool:
         return storage in self._by_storage
 
-    def written(self, write: Write) -> None:
-        self.writes.append(write)
+    def written(self, storage: int, op: str, site: Site | None) -> None:
+        alive = tuple((r, r.tensor) for r in self._by_storage[storage] if r.tensor is not None)
+        self.writes.append(Write(storage, op, site, alive))
 
-    def overwrites(self) -> list[Overwrite]:
-        """The saved tensors the writes since the last call moved past their saved version (each once)."""
+    def overwrites(self) -> list[tuple[Write, SavedTensor]]:
+        """Each write since the last call with each saved tensor it moved past its saved version (each once)."""
         writes, self.writes = self.writes, []
         found = []
         for write in writes:
-            records = self._by_storage.pop(write.storage, [])
-            kept = [r for r in records if r.tensor is not None and r.tensor._version <= r.version]
-            found.extend(Overwrite(write, r) for r in records if r.tensor is not None and r not in kept)
+            overwritten = [record for record, alias in write.saved if alias._version > record.version]
+            found.extend((write, record) for record in overwritten)
+            records = self._by_storage.pop(write.storage, ())
+            kept = [r for r in records if r.tensor is not None and not any(r is o for o in overwritten)]
             if kept:
                 self._by_storage[write.storage] = kept
         return found
 
     def backward_started(self) -> None:
-        """A backward consumes the graph: what it saved is released, so later writes cannot break it."""
+        """A backward consumes the graph: what it saved is released, so later writes cannot break it (and the
+        records must not keep that memory alive either)."""
+        for records in self._by_storage.values():
+            for record in records:
+                record.tensor = None
         self._by_storage.clear()
+        self._nodes.clear()
+
+
+def _views_share_versions():
+    """Inside the dispatch mode ADInplaceOrView is excluded, and `detach()` there makes a tensor with a version
+    counter of its own: let the key run again, so the alias counts the saved tensor's writes."""
+    excluded = torch._C._dispatch_tls_local_exclude_set().remove(torch._C.DispatchKey.ADInplaceOrView)
+    return torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), excluded)
 
 
 def _saved_tensors(node):

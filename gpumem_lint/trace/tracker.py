@@ -34,7 +34,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from gpumem_lint.trace.codes import CODES
 from gpumem_lint.trace.findings import Finding, FindingLog
 from gpumem_lint.trace.ops import OTHER, VIEW, WRITE, op_info
-from gpumem_lint.trace.saved import SavedTensors, Write
+from gpumem_lint.trace.saved import SavedTensors
 from gpumem_lint.trace.sites import Site, SiteFinder
 
 Tensor = torch.Tensor
@@ -301,7 +301,7 @@ class Tracker:
         if self.saved.holds(storage):
             # Even torch's own writes (load_state_dict's) count here: autograd's version check will refuse them.
             site = self.sites.user_site()
-            self.saved.written(Write(storage, _short(info.name), site))
+            self.saved.written(storage, _short(info.name), site)
         if self.machinery_depth:
             return
         if self.numpy_wraps:
@@ -340,15 +340,14 @@ class Tracker:
             self.data_writes.remember(target, DataWrite(_short(info.name), site, own.site))
 
     def _report_overwrites(self) -> None:
-        for overwrite in self.saved.overwrites():
-            saved = overwrite.saved
+        for write, saved in self.saved.overwrites():
             self.log.add(
                 Finding(
                     CODES["saved-write"],
-                    f"in-place `{overwrite.write.op}` overwrote a tensor that `{saved.op}` saved for its backward, "
+                    f"in-place `{write.op}` overwrote a tensor that `{saved.op}` saved for its backward, "
                     "while that graph is alive: backward will fail (\"one of the variables needed for gradient "
                     'computation has been modified by an inplace operation")',
-                    overwrite.write.site,
+                    write.site,
                     [(f"saved by `{saved.op}` for its backward", saved.site)],
                 )
             )
