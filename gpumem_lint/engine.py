@@ -147,7 +147,7 @@ def _locate_and_suppress(
             continue
         fix = locate(report.fix, positions) if report.fix else None
         diagnostics[key] = Diagnostic(
-            display, start, end, rule.code, rule.name, report.message, rule.fix_title, rule.severity, fix
+            display, start, end, rule.code, rule.name, report.message, report.help or rule.fix_title, rule.severity, fix
         )
     return sorted(diagnostics.values(), key=lambda d: d.sort_key)
 

@@ -163,7 +163,7 @@ def test_github_annotation_carries_level_position_and_escaped_file():
     line = annotation(finding(path="dir,odd:name.py", severity=Severity.WARNING, message="50% slower"))
     assert line.startswith("::warning title=gpumem-lint (GML101),file=dir%2Codd%3Aname.py,line=3,col=9,")
     assert "endLine=3,endColumn=21::" in line
-    assert line.endswith("::dir,odd:name.py:3:9: GML101 50%25 slower%0A  help: Write under no_grad")
+    assert line.endswith("::50%25 slower%0A  help: Write under no_grad")
 
 
 def test_github_format_ends_with_a_summary_notice(hazards):

@@ -1,6 +1,6 @@
 """GitHub Actions workflow commands: one annotation per finding, then one summary notice.
 
-    ::error title=gpumem-lint (GML101),file=train.py,line=3,col=9,endLine=3,endColumn=21::train.py:3:9: GML101 ...
+    ::error title=gpumem-lint (GML101),file=train.py,line=3,col=9,endLine=3,endColumn=21::`w.data` replaces ...
 
 GitHub shows at most ten error and ten warning annotations per step and drops the rest
 silently, so a final `::notice` gives the total per code and points to the full log.
@@ -43,8 +43,8 @@ def annotation(diagnostic: Diagnostic) -> str:
             ("endColumn", diagnostic.end.column),
         )
     )
-    where = f"{diagnostic.path}:{diagnostic.start.row}:{diagnostic.start.column}"
-    message = f"{where}: {diagnostic.code} {diagnostic.message}"
+    # The title names the code and GitHub shows the place: the message is only the finding.
+    message = diagnostic.message
     if diagnostic.help:
         message += f"\n  help: {diagnostic.help}"
     # printable() keeps line feeds (escaped below as %0A) and replaces other control characters.

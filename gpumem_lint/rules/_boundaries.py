@@ -61,14 +61,14 @@ def target_version(ctx: FileContext) -> tuple[int, int] | None:
 
 def crossing_text(ctx: FileContext, crossing: Crossing) -> str:
     code = ctx.code(crossing.node)
-    return f"`{code if len(code) <= 50 else code[:49] + '…'}` (line {ctx.line(crossing.node)})"
+    return f"`{code if len(code) <= 36 else code[:35] + '…'}` (line {ctx.line(crossing.node)})"
 
 
 def start_method_text(method: StartMethod) -> str:
     if method.name is None:
         return "a start method chosen at run time"
     if method.default:
-        return f"the default start method ({method.name} on Linux for the targeted Python)"
+        return f"the default start method ({method.name} here)"
     return f"the {method.name} start method"
 
 

@@ -67,7 +67,9 @@ def late_env_writes(ctx: FileContext, code: str) -> Iterator[Report]:
             if site is None:
                 continue
             if not _read_again(order, write, row, ctx):
-                yield Report(write.node, message(write, row, site), fix=_move_above_import(ctx, write, site))
+                yield Report(
+                    write.node, message(write, row, site), fix=_move_above_import(ctx, write, site), help=remedy(row)
+                )
             break
 
 
@@ -87,10 +89,12 @@ def _read_again(order, write: EnvWrite, row: Variable, ctx: FileContext) -> bool
 def message(write: EnvWrite, row: Variable, site: Site) -> str:
     event = lockin_table().events.get(site.event)
     phrase = event.phrase if event else "it was read"
-    return (
-        f"`{write.name}` set here {_CONSEQUENCE[row.consequence]}: {phrase} by `{site.call}` at {site.where()}, "
-        f"and {row.effect}. Instead, {row.remedy}"
-    )
+    return f"`{write.name}` set here {_CONSEQUENCE[row.consequence]}: {phrase} by `{site.call}` at {site.where()}"
+
+
+def remedy(row: Variable) -> str:
+    """The lock-in table's remedy for this variable, as a help line."""
+    return row.remedy[0].upper() + row.remedy[1:]
 
 
 def _move_above_import(ctx: FileContext, write: EnvWrite, site: Site) -> Fix | None:

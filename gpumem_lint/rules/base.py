@@ -48,11 +48,13 @@ class Invalid:
 @dataclass(frozen=True)
 class Report:
     """What a rule hands to the engine: the node to underline, what to say, and
-    optionally a fix (see `gpumem_lint.fixes`)."""
+    optionally a fix (see `gpumem_lint.fixes`) and a remedy for this finding in place of
+    the rule's `fix_title` (the message states the problem, the help line the remedy)."""
 
     node: cst.CSTNode
     message: str
     fix: Fix | None = None
+    help: str | None = None
 
 
 class Rule:

@@ -161,8 +161,7 @@ def perturbed_pair(model, batch, scale: float):
         if not _is_place(read.place):  # a right-hand side of `a, b = b, a`
             return (
                 f"{write_text(ctx, write)} also changes `{read.place}`, a view on the right-hand side of this "
-                f"tuple assignment, before it is assigned in turn: the swap copies one value twice (index with "
-                f"a list, `x[[i, j]] = x[[j, i]]`, or `.clone()` the right-hand side)"
+                "tuple assignment, before it is assigned in turn: the swap copies one value twice"
             )
         if read.reader.stored and read.reader.kind is AliasKind.OWN:
             return (

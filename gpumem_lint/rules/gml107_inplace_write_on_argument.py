@@ -202,9 +202,8 @@ class PreAct(nn.Module):
                 if scope.name == "forward" and scope.is_method:
                     yield Report(
                         write.node,
-                        f"{write_text(ctx, write)} writes the caller's tensor `{name}` in place: the caller's value "
-                        "changes too (a residual `block(x) + x` sees the new values), and autograd raises if it is a "
-                        "leaf that requires grad",
+                        f"{write_text(ctx, write)} writes the caller's tensor `{name}` in place: the caller sees the "
+                        "new values, and autograd raises if it is a leaf that requires grad",
                     )
                 elif scope.name in confirmed:
                     call, read = confirmed[scope.name]

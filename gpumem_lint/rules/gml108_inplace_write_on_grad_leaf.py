@@ -254,7 +254,7 @@ with torch.no_grad():
                 yield Report(
                     write.node,
                     f"{write_text(ctx, write)} writes in place to {what} that requires grad: autograd raises "
-                    f'"{what} Variable that requires grad is being used in an in-place operation"',
+                    f"`{what} Variable that requires grad is being used in an in-place operation`",
                     fix=under_no_grad(ctx, write.node),
                 )
 

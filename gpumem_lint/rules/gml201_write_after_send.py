@@ -168,9 +168,8 @@ def score(batches, fn):
                 reported.add(id(write.node))
                 yield Report(
                     write.node,
-                    f"{write_text(ctx, write)} refills a tensor that {crossing_text(ctx, crossing)} then hands to "
-                    f"another process, and the tensor outlives `{facts.scope.name}` (`{write.storage.label}`): the "
-                    "next call refills the memory the previous message still points to, in shared memory",
+                    f"{write_text(ctx, write)} refills `{write.storage.label}`, which {crossing_text(ctx, crossing)} "
+                    f"then sends to another process: the next `{facts.scope.name}` call overwrites the last message",
                 )
 
     @staticmethod
@@ -178,29 +177,28 @@ def score(batches, fn):
         where = crossing_text(ctx, crossing)
         if crossing.kind in ("queue", "pipe") and any(h.ndarray for h in crossing.sent.handles):
             return (
-                f"writes in place memory that {where} handed to another process through a numpy array: the "
-                "message is pickled later, from a feeder thread, so the receiver may get these new values"
+                f"writes in place memory that {where} sent to another process as a numpy array: the receiver may "
+                "get the new values"
             )
         if crossing.kind == "queue":
             return (
-                f"writes in place a tensor that {where} handed to another process: pickling moved its memory into "
-                "shared memory, and `put` pickles later, from a feeder thread, so the receiver may get these new "
-                "values or see them change while it reads"
+                f"writes in place a tensor that {where} sent to another process: it is pickled later, so the "
+                "receiver may get the new values"
             )
         if crossing.kind == "pipe":
             return (
-                f"writes in place a tensor that {where} handed to another process: pickling moved its memory into "
-                "shared memory, so the receiver's copy is this memory and changes under it while it reads"
+                f"writes in place a tensor that {where} sent to another process: the receiver shares this memory and "
+                "sees it change"
             )
         if crossing.kind in ("pool", "executor"):
             return (
-                f"writes in place a tensor that {where} handed to worker processes, in shared memory: a task that "
-                "has not finished yet computes with these new values"
+                f"writes in place a tensor that {where} handed to worker processes: a task still running sees the "
+                "new values"
             )
         method = start_method_text(model.start_method(crossing))
         return (
-            f"writes in place a tensor that the process of {where} received: under {method} the child holds the "
-            "same shared memory, so it sees this write whenever it reads, until it is joined"
+            f"writes in place a tensor that the process of {where} received: under {method} the child shares this "
+            "memory and sees the write"
         )
 
 

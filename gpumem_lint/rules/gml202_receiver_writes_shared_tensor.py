@@ -186,20 +186,18 @@ def norms(tensors):
                 if (id(receiver.facts.scope), name) in reported:
                     continue
                 reported.add((id(receiver.facts.scope), name))
-                others = " (and every other worker's, at the same time)" if crossing.several else ""
+                others = " and every other worker's" if crossing.several else ""
                 if write.module:
                     yield Report(
                         write.node,
-                        f"{write_text(ctx, write)} trains `{name}`, a model {crossing_text(ctx, crossing)} handed over "
-                        "from the parent: pickling moved its parameters into shared memory, so this updates the "
-                        f"parent's weights{others} — an unintended Hogwild; under fork the updates would be lost",
+                        f"{write_text(ctx, write)} trains `{name}`, a model {crossing_text(ctx, crossing)} handed over: "
+                        f"this updates the parent's shared weights{others}, an unintended Hogwild",
                     )
                     continue
                 yield Report(
                     write.node,
                     f"{write_text(ctx, write)} writes in place `{name}`, which {crossing_text(ctx, crossing)} handed "
-                    "over from the parent: pickling moved its memory into shared memory, so this changes the parent's "
-                    f"tensor{others}; under fork the same write would be silently lost",
+                    f"over: this changes the parent's shared tensor{others}",
                 )
 
 

@@ -107,7 +107,6 @@ def main():
                 method = start_method_text(model.start_method(crossing))
                 yield Report(
                     crossing.node,
-                    f"{crossing_text(ctx, crossing)} hands a CUDA tensor to a child started with {method}: a forked "
-                    "child cannot use CUDA once the parent has, and raises `Cannot re-initialize CUDA in forked "
-                    "subprocess` at its first CUDA call",
+                    f"{crossing_text(ctx, crossing)} hands a CUDA tensor to a child started with {method}: the "
+                    "child raises `Cannot re-initialize CUDA in forked subprocess`",
                 )

@@ -152,8 +152,8 @@ if __name__ == "__main__":
             yield Report(
                 launch,
                 f"{crossing_text(ctx, crossing)} starts a child with {method} after `{site.call}` ({site.where()}) "
-                f"initialised CUDA in this process; the child's `{ctx.code(use)}` (line {ctx.line(use)}) then raises "
-                "`Cannot re-initialize CUDA in forked subprocess`",
+                f"initialised CUDA: the child's `{ctx.code(use)}` (line {ctx.line(use)}) raises `Cannot "
+                "re-initialize CUDA in forked subprocess`",
             )
 
 

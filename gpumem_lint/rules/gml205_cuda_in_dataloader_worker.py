@@ -128,16 +128,15 @@ loader = DataLoader(Features(), batch_size=64, num_workers=4)
             spawned = all(loader.start_method in ("spawn", "forkserver") for loader in loaders)
             if not (calls.found or reads.found):
                 continue
-            where = f"`{cls.name}` is loaded with workers by `DataLoader` at line {ctx.line(loader.node)}"
+            where = f"`DataLoader` at line {ctx.line(loader.node)}"
             if calls.found:
                 call = _first(ctx, calls.found)
                 consequence = _consequence(spawned)
                 site = None if spawned else ctx.program_order.first_event_before(loader.node, CUDA_INIT_EVENTS)
                 if site is not None:
                     consequence = (
-                        f"the main process initialised CUDA (`{site.call}`, {site.where()}) before the DataLoader, so "
-                        "a forked worker (the default on Linux up to Python 3.13) raises `Cannot re-initialize CUDA "
-                        "in forked subprocess` here"
+                        f"after `{site.call}` ({site.where()}) a forked worker raises `Cannot re-initialize CUDA in "
+                        "forked subprocess` here"
                     )
                 yield Report(call, f"`{ctx.code(call)}` runs in DataLoader worker processes ({where}): {consequence}")
             elif reads.found:
@@ -152,19 +151,10 @@ loader = DataLoader(Features(), batch_size=64, num_workers=4)
 
 def _consequence(spawned: bool, made_in_parent: bool = False) -> str:
     if spawned:
-        return (
-            "each worker then creates its own CUDA context (hundreds of MB of GPU memory per worker) and sends every "
-            "batch back as a CUDA IPC handle it must keep alive"
-        )
+        return "each worker creates its own CUDA context, hundreds of MB of GPU memory each"
     if made_in_parent:
-        return (
-            "the main process initialised CUDA when it made it, so a forked worker (the default on Linux up to "
-            "Python 3.13) raises `Cannot re-initialize CUDA in forked subprocess` when it touches it"
-        )
-    return (
-        "with forked workers (the default on Linux up to Python 3.13) the first CUDA call in a worker raises "
-        "`Cannot re-initialize CUDA in forked subprocess` once the main process has used CUDA"
-    )
+        return "making it initialised CUDA, so a forked worker raises `Cannot re-initialize CUDA in forked subprocess`"
+    return "once the main process used CUDA, a forked worker raises `Cannot re-initialize CUDA in forked subprocess`"
 
 
 def _first(ctx: FileContext, nodes: list) -> cst.CSTNode:

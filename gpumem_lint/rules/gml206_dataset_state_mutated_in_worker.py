@@ -157,9 +157,9 @@ loader = DataLoader(Counting(), batch_size=8, num_workers=2)
                 reported.add(attribute)
                 yield Report(
                     node,
-                    f"`{ctx.code(node)}` updates `self.{attribute}` inside DataLoader workers (`{cls.name}` is loaded "
-                    f"with workers at line {ctx.line(loaders[0].node)}): each worker changes its own copy of the "
-                    f"dataset, so {reader} in the main process never sees it",
+                    f"`{ctx.code(node)}` updates `self.{attribute}` in DataLoader workers (line "
+                    f"{ctx.line(loaders[0].node)}): each changes its own copy, so {reader} in the main process "
+                    "never sees it",
                 )
 
 

@@ -128,8 +128,7 @@ def flatten_copy(x):
         for node, why in finder.found:
             yield Report(
                 node,
-                f"`{ctx.code(node)}` {why}: `is_shared()` says whether the storage is in memory other processes can "
-                "map (True after `share_memory_()` or a trip through a queue, always True on CUDA), not whether two "
+                f"`{ctx.code(node)}` {why}: it tells whether other processes can map the storage, not whether "
                 "tensors alias",
             )
 
@@ -197,8 +196,7 @@ class _Finder(Walker):
             self.found.append((call, f"asks about {self._derived[-1][name]} made just before, in one process"))
         elif name in self._module_tensors[-1] and not self.shares and _copies(node.body, name):
             why = (
-                "is asked of a module parameter in a file that never shares memory between processes, so it is "
-                "always False and tied parameters are never found"
+                "is asked of a parameter that is never shared, so it is always False"
             )
             self.found.append((call, why))
 

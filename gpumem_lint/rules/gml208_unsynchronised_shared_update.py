@@ -137,8 +137,8 @@ if __name__ == "__main__":
                 reported.add(id(write.node))
                 yield Report(
                     write.node,
-                    f"{write_text(ctx, write)} updates `{hit[0]}`, a shared-memory tensor that {crossing_text(ctx, crossing)} "
-                    "hands to several processes, with no lock held: concurrent read-modify-writes lose updates",
+                    f"{write_text(ctx, write)} updates `{hit[0]}`, which {crossing_text(ctx, crossing)} shares with "
+                    "several processes, without a lock: concurrent updates are lost",
                 )
 
 

@@ -135,16 +135,14 @@ if __name__ == "__main__":
             reported.add(id(crossing.node))
             cuda = evidence.sends_cuda(facts, crossing)
             consequence = (
-                "a receiver that uses the CUDA tensor after this process exited fails with `CUDA error: invalid "
-                "resource handle`"
+                "a receiver using the CUDA tensor afterwards fails with `CUDA error: invalid resource handle`"
                 if cuda
-                else "the receiver's `get()` fetches the tensor's memory from this process, and fails with "
-                "`ConnectionRefusedError` once it has exited"
+                else "the receiver's `get()` then fails with `ConnectionRefusedError`"
             )
             yield Report(
                 crossing.node,
-                f"{crossing_text(ctx, crossing)} sends a tensor, and `{facts.scope.name}` runs as a child process "
-                f"that then returns without waiting for the receiver: {consequence}",
+                f"{crossing_text(ctx, crossing)} sends a tensor, and the child process `{facts.scope.name}` returns "
+                f"without waiting for the receiver: {consequence}",
             )
 
     @staticmethod

@@ -122,8 +122,7 @@ def train(epochs):
                 yield Report(
                     node,
                     f"`{ctx.code(node)}` changes `{attribute}` of the dataset in the main process, but the persistent "
-                    f"workers of `DataLoader` at line {ctx.line(loader.node)} hold their own copy of it and keep "
-                    f"reading the old value in `{cls.name}`'s worker methods",
+                    f"workers of `DataLoader` at line {ctx.line(loader.node)} keep reading their own, old copy",
                 )
 
 

@@ -110,9 +110,8 @@ mp.spawn(train, nprocs=4)
             yield Report(
                 launch,
                 f"{crossing_text(ctx, crossing)} starts processes from top-level code with "
-                f"{start_method_text(method)}: each child imports this module again, re-runs this launch, and fails "
-                "with `RuntimeError: An attempt has been made to start a new process before the current process has "
-                "finished its bootstrapping phase`",
+                f"{start_method_text(method)}: each child re-imports this module, re-runs this launch and fails "
+                "with `RuntimeError`",
             )
 
 

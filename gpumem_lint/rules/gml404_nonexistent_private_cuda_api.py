@@ -87,5 +87,6 @@ class NoShareAllocator:
                 yield Report(
                     call,
                     f"`{name}` does not exist (torch {api.private_names_version} declares no `{binding}`): this "
-                    f"line raises AttributeError; use {api.missing_hint}",
+                    "line raises AttributeError",
+                    help=f"Use {api.missing_hint}",
                 )

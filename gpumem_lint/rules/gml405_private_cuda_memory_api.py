@@ -79,6 +79,6 @@ torch._C._cuda_emptyCache()
             if binding in public:
                 yield Report(
                     call,
-                    f"`{name}` is a private binding that bypasses the checks of its public counterpart; "
-                    f"use `{public[binding]}`",
+                    f"`{name}` is a private binding that bypasses the checks of its public counterpart",
+                    help=f"Use `{public[binding]}`",
                 )

@@ -115,8 +115,7 @@ for batch in loader:
             yield Report(
                 call,
                 f"empty_cache() on every iteration of the loop that runs `{ctx.code(step)}` (line {ctx.line(step)}): "
-                "it frees no memory tensors hold, only cached blocks the next step allocates again, "
-                "synchronising the device each time",
+                "it frees only cached blocks the next step allocates again",
             )
 
 
