@@ -3,8 +3,7 @@ from collections.abc import Iterator
 from gpumem_lint.context import FileContext
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.flow import ScopeFacts
-from gpumem_lint.semantic.values import AliasKind
+from gpumem_lint.semantic.values import AliasKind, Grad
 from gpumem_lint.semantic.write_triggers import WRITES
 
 
@@ -12,8 +11,10 @@ class InplaceWriteOnMultiOutputView(Rule):
     """
     ## What it does
     Flags an in-place write to an output of `unbind`, `split`, `chunk`, `tensor_split`
-    (and `hsplit`/`vsplit`/`dsplit`) in code that runs with autograd: a module's
-    `forward`, or a function that calls `backward()`, outside `torch.no_grad()`.
+    (and `hsplit`/`vsplit`/`dsplit`), or to a row got by iterating or unpacking a tensor
+    (`for row in x`, `zip(x, …)`, `a, b = x`: that is `unbind(0)`), when the tensor may
+    require grad: computed from a Parameter or a module's output, a module's `forward`
+    input, or computed by a function that calls `backward()`, outside `torch.no_grad()`.
 
     ## Why is this bad?
     These functions return several views of one tensor, and autograd cannot track an
@@ -26,8 +27,9 @@ class InplaceWriteOnMultiOutputView(Rule):
     at autograd code.
 
     ## Known problems
-    Code outside `forward` that runs under autograd through helper functions is not
-    followed.
+    A tensor passed into a helper function is not known to require grad unless the helper
+    is a module's `forward` or calls `backward()` itself. In-place metadata ops (`squeeze_`,
+    `t_`) on such outputs are not reported yet.
 
     ## Example
     ```python
@@ -58,7 +60,7 @@ class InplaceWriteOnMultiOutputView(Rule):
     name = "inplace-write-on-multi-output-view"
     summary = "In-place write to an output of `unbind`/`split`/`chunk` under autograd"
     fix_title = "Write out of place (`q = q * scale`), or `.clone()` the output first"
-    triggers = ("unbind", "split", "chunk")
+    triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
         """
@@ -78,6 +80,16 @@ def denormalise(image, mean, std):
     for channel, m, s in zip(image.unbind(0), mean, std):
         channel.mul_(s).add_(m)
     return image
+""",
+        """
+import torch
+
+def clip_rows(scores):
+    for row in scores:
+        row.clamp_(min=0)
+    return scores
+
+clip_rows(torch.randn(3, 3))
 """,
     )
     INVALID = (
@@ -106,14 +118,27 @@ def step(model, x, opt):
 """,
             (6,),
         ),
+        Invalid(
+            """
+import torch
+
+w = torch.randn(3, 3, requires_grad=True)
+scores = torch.randn(3, 3) @ w
+for row in scores:
+    row.clamp_(min=0)
+scores.sum().backward()
+""",
+            (7,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
-            if not _runs_under_autograd(facts):
+            if facts.scope.no_grad:
                 continue
             for write in facts.writes:
-                if write.writer.kind is AliasKind.MULTI_VIEW and not write.no_grad:
+                writer = write.writer
+                if writer.kind is AliasKind.MULTI_VIEW and writer.grad >= Grad.MAY and not write.no_grad:
                     yield Report(
                         write.node,
                         f"{write_text(ctx, write)} writes in place to one of several views returned at line "
@@ -121,9 +146,3 @@ def step(model, x, opt):
                         'inplace" when the input requires grad',
                     )
 
-
-def _runs_under_autograd(facts: ScopeFacts) -> bool:
-    scope = facts.scope
-    if scope.no_grad or not scope.is_function:
-        return False
-    return scope.name == "forward" or facts.calls_backward

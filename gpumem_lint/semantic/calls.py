@@ -61,6 +61,7 @@ class CallSemantics:
         qualified = self.imports.qualify_name(name) if name is not None else None
         result = self._call_result(node, func, name, qualified, receiver, args, state)
         self._call_grad(node, result, callee, [receiver, *args] if receiver is not None else args, qualified)
+        self._save_call(node, qualified, receiver, args, callee, result, state)
         return result
 
     def _call_result(
@@ -292,6 +293,7 @@ class CallSemantics:
 
     def _check_backward(self, node: cst.Call, receiver: cst.BaseExpression, state: State) -> None:
         self.calls_backward = True
+        self._free_graph(state)
         for place in _places_in(receiver):
             for handle in state.env.get(place, ()):
                 for write in state.hidden.get(handle, ()):

@@ -21,6 +21,7 @@ import libcst as cst
 from gpumem_lint.knowledge import Knowledge, knowledge
 from gpumem_lint.semantic.calls import CallSemantics, Mutator
 from gpumem_lint.semantic.grad import GradSemantics
+from gpumem_lint.semantic.saved import SavedSemantics, SavedWrite
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
 from gpumem_lint.semantic.processes import ProcessFacts, ProcessSemantics
 from gpumem_lint.semantic.scopes import Scope
@@ -67,6 +68,7 @@ class ScopeFacts:
     backward_after_hidden: list[tuple[Write, cst.CSTNode]]
     calls_backward: bool
     processes: ProcessFacts = field(default_factory=ProcessFacts)
+    saved_writes: list[SavedWrite] = field(default_factory=list)  # in-place writes to what backward needs
 
     def argument_writes(self) -> list[Write]:
         """In-place writes to tensors the caller passed in, other than on purpose."""
@@ -87,7 +89,7 @@ class ScopeFacts:
         return frozenset(write.storage.label for write in self.argument_writes())
 
 
-class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics):
+class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemantics):
     def __init__(self, scope: Scope, imports: ImportTable, mutators: dict[str, Mutator] | None = None) -> None:
         self.scope = scope
         self.imports = imports
@@ -112,6 +114,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics):
         self._other_bases: dict[Handle, set[Handle]] = {}  # one alias made from several handles
         self._no_grad = 1 if scope.no_grad else 0
         self._init_processes()
+        self._init_saved()
 
     # ----------------------------------------------------------------- entry
 
@@ -142,6 +145,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics):
             ],
             calls_backward=self.calls_backward,
             processes=self._processes_result(),
+            saved_writes=list(self.saved_writes.values()),
         )
 
     # ---------------------------------------------------------- statements
@@ -327,8 +331,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics):
         for position, element in enumerate(elements):
             if value.container or value.kinds - {AliasKind.OWN}:
                 self._bind(element.value, value.elements(), made_by, state)
-            elif value.tensor and not isinstance(made_by, cst.Call):  # a tensor unpacks into views of its rows
-                self._bind(element.value, self._alias(value, made_by, AliasKind.VIEW, partial=True), made_by, state)
+            elif value.tensor and not isinstance(made_by, cst.Call):  # a tensor unpacks as `unbind` does
+                self._bind(element.value, self._alias(value, made_by, AliasKind.MULTI_VIEW, partial=True), made_by, state)
             else:  # `values, indices = x.sort()`: separate new tensors
                 handle = self._fresh((made_by, position), dotted_name(element.value) or "", value)
                 self._bind(element.value, value.with_handles({handle}), made_by, state)
@@ -471,6 +475,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics):
         target = self._eval(node.target, state)
         if self._is_array(target):
             self._write(target, node, _operator(node), state, certain=False)
+            self._save_operation(node, node.operator, target, value, target, state)
             return
         place = dotted_name(node.target)
         if place is not None:
@@ -496,7 +501,10 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics):
                 self._in_graph(operand)
             result = self._fresh(node, "", EMPTY, tensor=tensor)
             self._operation_grad(result, operands)
-            return Value(frozenset({result}), tensor=tensor)
+            value = Value(frozenset({result}), tensor=tensor)
+            if kind is cst.BinaryOperation:
+                self._save_operation(node, node.operator, operands[0], operands[1], value, state)
+            return value
         if kind in _COLLECTIONS:
             handles: set[Handle] = set()
             for element in node.elements:
@@ -673,7 +681,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics):
             and not iterable.container
             and not (iterable.kinds & {AliasKind.MULTI_VIEW, AliasKind.PARAMETERS})
         ):
-            return self._alias(iterable, node, AliasKind.VIEW, partial=True, index=None)  # rows of a tensor
+            # Iterating a tensor is `unbind(0)`: its rows are several views of one output.
+            return self._alias(iterable, node, AliasKind.MULTI_VIEW, partial=True, index=None)
         return self._elements_of(iterable, node)
 
     # ---------------------------------------------------------------- calls
@@ -714,6 +723,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics):
                     module,
                 )
                 self.writes[(id(node), id(writer))] = write
+            self._check_saved(write, state)
             # Rebinding `.data` swaps the storage: old aliases keep the old memory. Memory
             # allocated by this very statement (`p.new(n).zero_()`) has no older aliases.
             seen_by = () if op in REBINDING_OPS or writer.storage in fresh else live

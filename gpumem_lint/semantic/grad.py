@@ -127,7 +127,7 @@ class GradSemantics:
                 handle.grad, handle.leaf, handle.tensor = Grad.YES, True, True
             return
         else:
-            grad = max((h.grad for value in inputs for h in value.handles if h.tensor), default=Grad.UNKNOWN)
+            grad = max((h.grad for value in inputs for h in value.handles), default=Grad.UNKNOWN)
             if callee is not None and self._has_parameters(callee):
                 grad = Grad.YES
             elif self.scope.trains and grad < Grad.MAY and not (qualified or "").startswith(("torch.", "numpy.")):
@@ -139,7 +139,7 @@ class GradSemantics:
         if self._no_grad:
             handle.grad = Grad.NO
             return
-        grad = max((h.grad for value in operands for h in value.handles if h.tensor), default=Grad.UNKNOWN)
+        grad = max((h.grad for value in operands for h in value.handles), default=Grad.UNKNOWN)
         handle.grad = max(handle.grad, grad) if handle.grad is not Grad.UNKNOWN else grad
 
     def _has_parameters(self, callee: Value) -> bool:

@@ -180,9 +180,18 @@ class State:
     hidden: dict[Handle, frozenset[Write]] = field(default_factory=dict)
     retired: frozenset[Handle] = frozenset()  # aliases of memory since re-allocated by a loop
     reachable: bool = True
+    saved: dict[Storage, frozenset] = field(default_factory=dict)  # kept for backward, by whom (saved.py)
 
     def copy(self) -> State:
-        return State(dict(self.env), dict(self.held), dict(self.stale), dict(self.hidden), self.retired, self.reachable)
+        return State(
+            dict(self.env),
+            dict(self.held),
+            dict(self.stale),
+            dict(self.hidden),
+            self.retired,
+            self.reachable,
+            dict(self.saved),
+        )
 
     def join(self, other: State) -> State:
         if not other.reachable:
@@ -195,16 +204,18 @@ class State:
             _union(self.stale, other.stale),
             _union(self.hidden, other.hidden),
             self.retired | other.retired,
+            saved=_union(self.saved, other.saved),
         )
 
     def same_as(self, other: State) -> bool:
-        return (self.reachable, self.env, self.held, self.stale, self.hidden, self.retired) == (
+        return (self.reachable, self.env, self.held, self.stale, self.hidden, self.retired, self.saved) == (
             other.reachable,
             other.env,
             other.held,
             other.stale,
             other.hidden,
             other.retired,
+            other.saved,
         )
 
     def handles_of(self, place: str) -> frozenset[Handle]:

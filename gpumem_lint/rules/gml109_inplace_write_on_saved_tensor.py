@@ -1,0 +1,242 @@
+from collections.abc import Iterator
+
+import libcst as cst
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.fixes import Applicability
+from gpumem_lint.rules._out_of_place_fix import out_of_place
+from gpumem_lint.rules._reporting import write_text
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.flow import ScopeFacts
+from gpumem_lint.semantic.saved import Saving
+from gpumem_lint.semantic.write_triggers import WRITES
+
+
+class InplaceWriteOnSavedTensor(Rule):
+    """
+    ## What it does
+    Flags an in-place write to a tensor (or a view of it, or its base) that an earlier op
+    saved for its backward, before a `backward()` has freed the graph: `x = x.sigmoid();
+    x *= mask`, `F.relu(x, inplace=True)` on the output of an op that keeps its output,
+    writing the input of a product or convolution that keeps it. What each op keeps is data
+    measured from torch ([`saved_for_backward.json`](../gpumem_lint/knowledge/saved_for_backward.json),
+    [docs/facts.md](../docs/facts.md) A1–A4): `relu`, `sigmoid`, `tanh`, `exp`, `softmax` keep
+    their output; `a * w` and `x @ w` keep each operand for the other one's gradient; `x + y`
+    and `x * 2` keep nothing.
+
+    ## Why is this bad?
+    Autograd stores the tensor, not a copy, and checks its version counter when the
+    backward runs: `RuntimeError: one of the variables needed for gradient computation has
+    been modified by an inplace operation`. PyTorch's message names only the backward node
+    (`SigmoidBackward0`), never the line that wrote; this rule names both lines.
+
+    ## Known problems
+    Only tensors known to require grad are followed: computed from a Parameter (as the
+    class's `__init__` or `torch.nn`'s modules define them), a `requires_grad=True` tensor,
+    a module's output, or a module's `forward` input. The rule reports in code that runs a
+    backward (calls `backward()`) and in a module's `forward`; a module run only for
+    inference without `torch.no_grad()` raises nothing.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        h = torch.sigmoid(self.fc(x))
+        h *= self.mask
+        return h
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        h = torch.sigmoid(self.fc(x))
+        h = h * self.mask
+        return h
+    ```
+
+    ## Fix safety
+    The fix writes out of place (`h = h * m`, `h = h.mul(m)`). It is unsafe: other aliases
+    of the old tensor no longer see the write, and the new tensor costs memory.
+
+    ## References
+    - [Autograd mechanics: in-place operations](https://docs.pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
+    - [Saved tensors](https://docs.pytorch.org/docs/stable/notes/autograd.html#saved-tensors)
+    """
+
+    code = "GML109"
+    name = "inplace-write-on-saved-tensor"
+    summary = "In-place write to a tensor autograd saved for backward"
+    fix_title = "Write out of place (`h = h * m`), or `.clone()` before the op that saves it"
+    fix_applicability = Applicability.UNSAFE
+    triggers = ("torch",)
+    scope_triggers = WRITES
+    VALID = (
+        """
+import torch
+
+w = torch.randn(4, 4, requires_grad=True)
+h = torch.randn(2, 4) @ w
+h += 1
+h.sum().backward()
+""",
+        """
+import torch
+
+w = torch.randn(4, requires_grad=True)
+h = torch.sigmoid(w)
+h.sum().backward()
+h.mul_(2)
+""",
+        """
+import torch
+
+w = torch.randn(4, requires_grad=True)
+h = torch.sigmoid(w)
+h = h * 2
+h.sum().backward()
+""",
+        """
+import torch
+import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3)
+        self.bn = nn.BatchNorm2d(3)
+
+    def forward(self, x):
+        out = self.bn(self.conv(x))
+        out += x
+        return torch.relu_(out)
+""",
+        """
+import torch
+
+w = torch.randn(4, requires_grad=True)
+with torch.no_grad():
+    h = torch.sigmoid(w)
+h.mul_(2)
+(w * h).sum().backward()
+""",
+        """
+import torch
+
+a = torch.randn(4)
+w = torch.randn(4, requires_grad=True)
+y = w * 2
+a.add_(1)
+y.sum().backward()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch
+
+w = torch.randn(4, 4, requires_grad=True)
+h = torch.randn(2, 4)
+h = torch.sigmoid(h @ w)
+h *= 2
+h.sum().backward()
+""",
+            (7,),
+            fixed="""
+import torch
+
+w = torch.randn(4, 4, requires_grad=True)
+h = torch.randn(2, 4)
+h = torch.sigmoid(h @ w)
+h = h * 2
+h.sum().backward()
+""",
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = torch.exp(self.fc(x))
+        y.div_(y.sum())
+        return y
+""",
+            (12,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = torch.exp(self.fc(x))
+        y = y.div(y.sum())
+        return y
+""",
+        ),
+        Invalid(
+            """
+import torch
+
+a = torch.randn(4)
+w = torch.randn(4, requires_grad=True)
+y = a * w
+a.add_(1)
+y.sum().backward()
+""",
+            (7,),
+            fixed="""
+import torch
+
+a = torch.randn(4)
+w = torch.randn(4, requires_grad=True)
+y = a * w
+a = a.add(1)
+y.sum().backward()
+""",
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        for facts in ctx.semantic.facts:
+            if not _runs_backward(facts):
+                continue
+            reported = set()
+            for saved in sorted(facts.saved_writes, key=lambda s: ctx.line(s.saving.node)):
+                write = saved.write
+                if id(write.node) in reported:
+                    continue
+                reported.add(id(write.node))
+                kept = "its output" if saved.saving.item.startswith("output") else f"its `{saved.saving.item}`"
+                yield Report(
+                    write.node,
+                    f"{write_text(ctx, write)} overwrites a tensor `{_op_text(ctx, saved.saving)}` at line "
+                    f"{ctx.line(saved.saving.node)} saved for backward ({kept}): `backward()` raises "
+                    '"modified by an inplace operation"',
+                    fix=out_of_place(ctx, write.node),
+                )
+
+
+def _op_text(ctx: FileContext, saving: Saving) -> str:
+    """The op as the user spelled it: `F.softmax`, `self.fc`, `*`."""
+    return ctx.code(saving.node.func) if isinstance(saving.node, cst.Call) else saving.op
+
+
+def _runs_backward(facts: ScopeFacts) -> bool:
+    """Code whose graph is differentiated: it calls `backward()`, or it is a module's `forward`."""
+    scope = facts.scope
+    if scope.trains:
+        return True
+    return (
+        scope.is_method
+        and scope.name == "forward"
+        and scope.classes is not None
+        and scope.classes.is_module_class(scope.class_name)
+    )

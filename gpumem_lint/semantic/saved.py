@@ -1,0 +1,188 @@
+"""Tensors autograd saved for backward, and in-place writes that overwrite them.
+
+An op applied outside no-grad to tensors that (may) require grad keeps some of its inputs or
+its output for its backward (`knowledge/saved_for_backward.json`, measured from torch): what
+it keeps depends on which inputs require grad (`a * w` keeps `a` for `w`'s gradient). The
+state maps each kept storage to the ops that kept it, until a `backward()` frees the graph;
+an in-place write to a kept storage, before that, is a `SavedWrite`: the later backward
+raises "one of the variables needed for gradient computation has been modified by an inplace
+operation". Mixed into `ScopeAnalyzer`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from gpumem_lint.knowledge.autograd import SavedTensors, saved_for_backward
+from gpumem_lint.semantic.values import AliasKind, Grad, State, Value, Write
+
+#: Operators by libcst node type, as the table names them.
+_OPERATORS = {
+    cst.Multiply: "*",
+    cst.Divide: "/",
+    cst.MatrixMultiply: "@",
+    cst.Power: "**",
+    cst.Add: "+",
+    cst.Subtract: "-",
+    cst.MultiplyAssign: "*=",
+    cst.DivideAssign: "/=",
+    cst.MatrixMultiplyAssign: "@=",
+    cst.PowerAssign: "**=",
+    cst.AddAssign: "+=",
+    cst.SubtractAssign: "-=",
+}
+_NUMBERS = (cst.Integer, cst.Float)
+
+
+@dataclass(frozen=True, eq=False)
+class Saving:
+    """An op that kept a tensor for its backward."""
+
+    node: cst.CSTNode
+    op: str  # as the user wrote it: `torch.sigmoid`, `*`, `nn.Linear`
+    item: str  # what it kept: "output", or the argument's name
+
+
+@dataclass(frozen=True, eq=False)
+class SavedWrite:
+    write: Write
+    saving: Saving
+
+
+class SavedSemantics:
+    def _init_saved(self) -> None:
+        self.saved_writes: dict[tuple[int, int], SavedWrite] = {}
+
+    # ---------------------------------------------------------- recording
+
+    def _save_call(
+        self,
+        node: cst.Call,
+        qualified: str | None,
+        receiver: Value | None,
+        args: list[Value],
+        callee: Value | None,
+        result: Value,
+        state: State,
+    ) -> None:
+        """Record what a call keeps: a torch function or Tensor method, or a module call."""
+        if self._no_grad:
+            return
+        table = saved_for_backward()
+        positional = [value for arg, value in zip(node.args, args) if arg.keyword is None]
+        keywords = {arg.keyword.value: value for arg, value in zip(node.args, args) if arg.keyword is not None}
+        module = _module_class(callee)
+        if module is not None:
+            saved = table.modules.get(module.rsplit(".", 1)[-1])
+            if saved is not None:
+                inputs = dict(zip(saved.arguments, positional))
+                self._keep(node, module.removeprefix("torch."), saved, inputs, result, state, parameters=True)
+            return
+        name = _op_name(node, qualified, receiver)
+        if name is None:
+            return
+        literal = any(isinstance(arg.value, _NUMBERS) for arg in node.args if arg.keyword is None)
+        inplace = any(arg.keyword is not None and arg.keyword.value == "inplace" for arg in node.args)
+        saved = (
+            (inplace and table.ops.get(name + ".inplace"))
+            or (literal and table.ops.get(name + ".Scalar"))
+            or table.ops.get(name)
+        )
+        if saved is None:
+            return
+        inputs = dict(zip(saved.arguments, positional))
+        inputs.update((key, value) for key, value in keywords.items() if key in saved.differentiable)
+        if receiver is not None:
+            inputs["self"] = receiver
+        self._keep(node, name, saved, inputs, result, state)
+
+    def _save_operation(
+        self, node: cst.CSTNode, operator: cst.CSTNode, left: Value, right: Value, result: Value, state: State
+    ) -> None:
+        """`a * b`, `a @ b`, `x **= 2`: the operator's entry, `.Scalar` with a number operand."""
+        if self._no_grad:
+            return
+        symbol = _OPERATORS.get(type(operator))
+        if symbol is None:
+            return
+        table = saved_for_backward()
+        scalar = not right.tensor and isinstance(_right_operand(node), _NUMBERS)
+        saved = (scalar and table.ops.get(symbol + ".Scalar")) or table.ops.get(symbol)
+        if saved is not None:
+            self._keep(node, symbol, saved, {"self": left, "other": right}, result, state)
+
+    def _keep(
+        self,
+        node: cst.CSTNode,
+        op: str,
+        saved: SavedTensors,
+        inputs: dict[str, Value],
+        result: Value,
+        state: State,
+        parameters: bool = False,
+    ) -> None:
+        needing = {name for name, value in inputs.items() if _requires_grad(value)}
+        if parameters:  # a module's own weights require grad unless it was frozen
+            needing |= set(saved.differentiable) - set(saved.arguments)
+        if not needing:
+            return  # nothing requires grad: no graph, nothing kept
+        for item in saved.items(needing):
+            if item == "output":
+                kept = result
+            elif item in inputs:
+                kept = inputs[item]
+            else:
+                continue  # a module's weight, an internal buffer, a second output
+            saving = Saving(node, op, item)
+            for handle in kept.handles:
+                if handle.role is None:
+                    state.saved[handle.storage] = state.saved.get(handle.storage, frozenset()) | {saving}
+
+    # ------------------------------------------------------------ checking
+
+    def _check_saved(self, write: Write, state: State) -> None:
+        """A write through an alias autograd tracks, to memory an op kept: backward will raise."""
+        if not state.saved or write.writer.kind is AliasKind.DATA or write.rebinds or write.module:
+            return
+        for storage, savings in state.saved.items():
+            if storage.related(write.storage):
+                for saving in savings:
+                    if saving.node is not write.node:  # `x.relu_()` keeps what it wrote
+                        self.saved_writes.setdefault((id(write), id(saving)), SavedWrite(write, saving))
+
+    def _free_graph(self, state: State) -> None:
+        """`backward()` frees the graph: what it kept no longer matters."""
+        state.saved = {}
+
+
+def _requires_grad(value: Value) -> bool:
+    return any(handle.grad >= Grad.MAY for handle in value.handles)
+
+
+def _module_class(callee: Value | None) -> str | None:
+    if callee is None:
+        return None
+    modules = {handle.module for handle in callee.handles}
+    if len(modules) != 1:
+        return None
+    module = modules.pop()
+    return module if module is not None and module.startswith("torch.nn.") else None
+
+
+def _op_name(node: cst.Call, qualified: str | None, receiver: Value | None) -> str | None:
+    if qualified is not None and qualified.startswith("torch."):
+        return qualified
+    if receiver is not None and receiver.tensor and isinstance(node.func, cst.Attribute):
+        return "torch.Tensor." + node.func.attr.value
+    return None
+
+
+def _right_operand(node: cst.CSTNode) -> cst.CSTNode | None:
+    if isinstance(node, cst.BinaryOperation):
+        return node.right
+    if isinstance(node, cst.AugAssign):
+        return node.value
+    return None
+
