@@ -203,7 +203,7 @@ def test_runtime_findings_are_the_marked_lines(runs, name):
     observed = {(f["location"]["row"], f["code"], f["status"]) for f in findings if f["source"] == "trace"}
     assert observed == expected
     for finding in findings:
-        assert finding["status"] in {"confirmed", "runtime-only", "reached-not-observed", "not-reached"}
+        assert finding["status"] in {"confirmed", "runtime-only", "reached-not-observed", "not-reached", "not-traced"}
         assert all({"filename", "location", "message"} <= set(related) for related in finding["related"])
 
 

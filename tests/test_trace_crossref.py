@@ -80,3 +80,33 @@ def test_cross_reference(tmp_path, name):
     for diagnostic in report:
         if diagnostic.status == "confirmed" and findings and findings[0][2]:
             assert [(r.start.row, r.message) for r in diagnostic.related] == [(findings[0][2], "read")]
+
+
+def test_repeats_of_one_line_are_one_finding_with_their_count(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    confirming = [observed(path, 6, related_row=row) for row in (7, 7, 4)]
+    runtime_only = [observed(path, 10, "GML101", related_row=row) for row in (4, 5)]
+    report = cross_reference(confirming + runtime_only, [], [static(path, 6)], set(), SELECTED)
+    assert [(d.start.row, d.status) for d in report] == [(6, "confirmed"), (10, "runtime-only")]
+    assert all("2 times" in d.message or "3 times" in d.message for d in report)
+
+
+@pytest.mark.parametrize(
+    ("seen_rows", "message"),
+    [([], "tracing stopped at --max-ops before this line: "), ([6], "the line ran, but tracing stopped at --max-ops")],
+)
+def test_static_findings_say_that_tracing_stopped(tmp_path, seen_rows, message):
+    path = tmp_path / "train.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    seen = {(str(path), row) for row in seen_rows}
+    [diagnostic] = cross_reference([], [], [static(path, 6)], seen, SELECTED, stopped_by="--max-ops")
+    assert diagnostic.status == "not-traced" and diagnostic.message.startswith(message)
+
+
+def test_with_the_static_check_off_a_finding_does_not_claim_it_missed_something(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    [diagnostic] = cross_reference([observed(path, 6)], [], [], set(), SELECTED, static_checked=False)
+    assert diagnostic.status == "static-check-off"
+    assert diagnostic.message.startswith("seen at run time (static check off): ")

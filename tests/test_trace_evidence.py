@@ -113,6 +113,40 @@ PROGRAMS = {
                 print(batch)
         """,
     ),
+    "a tensor received after its sender exited": (
+        [],
+        """
+        import torch
+        import torch.multiprocessing as mp
+
+
+        def produce(queue):
+            queue.put(torch.ones(4))  # trace: GML209 confirmed
+
+
+        if __name__ == "__main__":
+            context = mp.get_context("spawn")
+            queue = context.Queue()
+            child = context.Process(target=produce, args=(queue,))
+            child.start()
+            child.join()
+            print(queue.get())
+        """,
+    ),
+    "a refused connection of the program's own is not a finding": (
+        [],
+        """
+        import socket
+
+        import torch
+
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        port = server.getsockname()[1]
+        server.close()
+        socket.create_connection(("127.0.0.1", port))
+        """,
+    ),
     "a saved tensor overwritten, then backward fails": (
         ["--no-static"],
         """
@@ -330,6 +364,12 @@ def test_a_saved_tensor_finding_names_the_saving_line_and_where_backward_failed(
     [finding] = findings
     assert "`add_`" in finding["message"] and "`relu`" in finding["message"]
     assert _related_rows(finding) == {"saved by `relu` for its backward": 4, "the program failed here": 6}
+
+
+def test_a_crash_confirms_the_static_finding_that_explains_it_and_names_where_it_failed(runs):
+    _, _, findings, lines = runs["a tensor received after its sender exited"]
+    [finding] = findings
+    assert _related_rows(finding) == {"the program failed here": lines.index("    print(queue.get())") + 1}
 
 
 def test_repeats_of_one_site_are_one_finding_with_a_count(runs):

@@ -21,6 +21,7 @@ class Crash:
     match: str
     says: str
     same_as: tuple[str, ...] = ()
+    through: str | None = None
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,6 @@ class CodeInfo:
 _TABLE = tomllib.loads(Path(__file__).with_name("hazards.toml").read_text(encoding="utf-8"))
 CODES: dict[str, str] = _TABLE["families"]
 CRASHES: tuple[Crash, ...] = tuple(
-    Crash(row["code"], row["match"], row["says"], tuple(row.get("same_as", ()))) for row in _TABLE["crashes"]
+    Crash(**{**row, "same_as": tuple(row.get("same_as", ()))}) for row in _TABLE["crashes"]
 )
 FALLBACK_RULES: dict[str, CodeInfo] = {code: CodeInfo(**row) for code, row in _TABLE["rules"].items()}

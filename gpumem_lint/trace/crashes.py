@@ -26,14 +26,26 @@ def explain(error: BaseException, sites: SiteFinder) -> Finding | None:
     """The finding the exception (or one in its chain) is evidence of, or None."""
     for link in _chain(error):
         text = str(link)
-        crash = next((crash for crash in CRASHES if crash.match in text), None)
+        crash = next((crash for crash in CRASHES if crash.match in text and _passes(link, crash.through)), None)
         if crash is not None:
             site = _innermost_quoted_frame(text, sites) or _innermost_user_frame(link, sites)
             site = site or _innermost_user_frame(error, sites)
             said = _EXCEPTION_NAME.sub("", next(line for line in text.splitlines() if crash.match in line).strip())
             ended = f"`{type(link).__name__}: {_shortened(said)}`"
-            return Finding(crash.code, f"{crash.says} (the program ended with {ended})", site, same_as=crash.same_as)
+            message = f"{crash.says} (the program ended with {ended})"
+            return Finding(crash.code, message, site, same_as=crash.same_as, crash=True)
     return None
+
+
+def _passes(error: BaseException, through: str | None) -> bool:
+    if through is None:
+        return True
+    tb = error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.replace("\\", "/").endswith(through):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _chain(error: BaseException) -> Iterator[BaseException]:

@@ -28,7 +28,7 @@ from gpumem_lint.rules import RULES_BY_CODE
 from gpumem_lint.selection import RuleSelection
 from gpumem_lint.source import decode_source
 from gpumem_lint.trace.codes import FALLBACK_RULES
-from gpumem_lint.trace.findings import Finding
+from gpumem_lint.trace.findings import FAILED_HERE, Finding
 from gpumem_lint.trace.sites import Site, SiteFinder, display_path
 
 CONFIRMED = "confirmed"
@@ -120,7 +120,8 @@ def _merged(group: list[Finding]) -> Finding:
 
 def _match(finding: Finding, by_line) -> tuple[str, int, str] | None:
     """The static finding at one of the run's lines; else one with the same code in the same function (a
-    numpy-side write, for one, is never seen at run time, so its line cannot be)."""
+    numpy-side write, for one, is never seen at run time, so its line cannot be); for a crash, else one with
+    the same code in the same file."""
     sites = _sites(finding)
     codes = (finding.code, *finding.same_as)
     for site in sites:
@@ -133,6 +134,9 @@ def _match(finding: Finding, by_line) -> tuple[str, int, str] | None:
         path, line, code = key
         if code in codes and (path, _scope(path, line)) in scopes:
             return key
+    if finding.crash:
+        files = {path for path, _ in scopes}
+        return next((key for key in by_line if key[2] in codes and key[0] in files), None)
     return None
 
 
@@ -167,6 +171,9 @@ def _sites(finding: Finding) -> list[Site]:
 
 
 def _confirmed(static: Diagnostic, finding: Finding) -> Diagnostic:
+    failed_elsewhere = finding.crash and finding.site and finding.site.line != static.start.row
+    if failed_elsewhere:
+        finding = replace(finding, related=[*finding.related, (FAILED_HERE, finding.site)])
     return replace(
         static,
         message=_PREFIX[CONFIRMED] + static.message + _story(finding),

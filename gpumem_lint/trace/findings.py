@@ -23,6 +23,9 @@ class Finding:
     pid: int | None = None
     #: Static codes that name the same hazard: a static finding of one of them confirms this one.
     same_as: tuple[str, ...] = ()
+    #: Read from the exception the program died of: it proves the hazard happened, wherever the static check
+    #: put its line (a sender's `put` in a child explains the receiver's failure in the parent).
+    crash: bool = False
 
     @property
     def key(self) -> tuple:
@@ -37,6 +40,7 @@ class Finding:
             "count": self.count,
             "pid": self.pid,
             "same_as": list(self.same_as),
+            "crash": self.crash,
         }
 
     @classmethod
@@ -49,7 +53,12 @@ class Finding:
             count=value["count"],
             pid=value["pid"],
             same_as=tuple(value["same_as"]),
+            crash=value["crash"],
         )
+
+
+#: The label of the line where the program died of the exception a finding explains.
+FAILED_HERE = "the program failed here"
 
 
 class FindingLog:
@@ -70,7 +79,7 @@ class FindingLog:
         (a saved tensor's write, before the backward that failed), or it is a finding of its own."""
         earlier = [f for f in self._by_key.values() if f.code == crash.code]
         if earlier:
-            earlier[-1].related.append(("the program failed here", crash.site))
+            earlier[-1].related.append((FAILED_HERE, crash.site))
         else:
             self.add(crash)
 
