@@ -51,6 +51,13 @@ class InplaceWriteOnExpandedTensor(Rule):
         """
 import torch
 
+bias = torch.zeros(4)
+tiled = bias.expand(3, 4).clone()
+tiled += 1
+""",
+        """
+import torch
+
 def add_bias(x, bias):
     b = bias.expand(x.shape[0], -1)
     return x + b
@@ -65,6 +72,16 @@ def scaled(mask, n):
 """,
     )
     INVALID = (
+        Invalid(
+            """
+import torch
+
+bias = torch.zeros(4)
+tiled = bias.expand(3, 4)
+tiled += 1
+""",
+            (6,),
+        ),
         Invalid(
             """
 import torch

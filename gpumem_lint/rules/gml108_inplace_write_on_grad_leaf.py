@@ -86,6 +86,7 @@ w.data -= 0.1 * w.grad
 w.grad.zero_()
 """,
         """
+import torch
 import torch.nn as nn
 
 class Net(nn.Module):
@@ -97,6 +98,8 @@ class Net(nn.Module):
     def forward(self, x):
         self.steps += 1
         return self.fc(x)
+
+Net()(torch.ones(4)).sum().backward()
 """,
         """
 import torch
@@ -183,6 +186,8 @@ class Net(nn.Module):
     def forward(self, x):
         self.scale.clamp_(min=0)
         return x * self.scale
+
+Net()(torch.ones(4)).sum().backward()
 """,
             (11,),
             fixed="""
@@ -198,6 +203,8 @@ class Net(nn.Module):
         with torch.no_grad():
             self.scale.clamp_(min=0)
         return x * self.scale
+
+Net()(torch.ones(4)).sum().backward()
 """,
         ),
         Invalid(

@@ -101,13 +101,15 @@ import torch.nn as nn
 class Block(nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv = nn.Conv2d(3, 3, 3)
+        self.conv = nn.Conv2d(3, 3, 3, padding=1)
         self.bn = nn.BatchNorm2d(3)
 
     def forward(self, x):
         out = self.bn(self.conv(x))
         out += x
         return torch.relu_(out)
+
+Block()(torch.randn(1, 3, 5, 5)).sum().backward()
 """,
         """
 import torch
@@ -164,6 +166,8 @@ class Head(nn.Module):
         y = torch.exp(self.fc(x))
         y.div_(y.sum())
         return y
+
+Head()(torch.randn(2, 4)).sum().backward()
 """,
             (12,),
             fixed="""
@@ -179,6 +183,8 @@ class Head(nn.Module):
         y = torch.exp(self.fc(x))
         y = y.div(y.sum())
         return y
+
+Head()(torch.randn(2, 4)).sum().backward()
 """,
         ),
         Invalid(
