@@ -73,12 +73,12 @@ class Case:
         return tuple(name for name, spec in self.arguments if isinstance(spec, (Grad, GradList)))
 
 
-# Shapes: a batch of vectors, a square matrix, the inputs of a 1-d and of a 2-d convolution.
-V, M, C, IMG = (2, 3), (3, 3), (1, 2, 5), (1, 2, 5, 5)
+# Shapes: a batch of vectors, a square matrix, the inputs of a 1-d and of a 2-d convolution, a sequence.
+V, M, C, IMG, SEQ = (2, 3), (3, 3), (1, 2, 5), (1, 2, 5, 5), (1, 2, 3)
 X = (("input", Grad(V)),)
 INDEX = torch.tensor([0, 2])
 CONDITION = torch.tensor([[True, False, True], [False, True, False]])
-UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "abs")
+UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "abs", "square")
 BINARY = {"add": "other", "sub": "other", "mul": "other", "div": "other", "pow": "exponent"}
 # The other ops, with their arguments as torch.<name>(...) takes them; methods take `input` as `self`.
 OPS = {
@@ -87,6 +87,7 @@ OPS = {
     "mm": (("input", Grad(M)), ("mat2", Grad(M))),
     "bmm": (("input", Grad((2, *M))), ("mat2", Grad((2, *M)))),
     "addmm": (("input", Grad(M)), ("mat1", Grad(M)), ("mat2", Grad(M))),
+    "baddbmm": (("input", Grad((2, *M))), ("batch1", Grad((2, *M))), ("batch2", Grad((2, *M)))),
     "softmax": (*X, ("dim", 1)),
     "log_softmax": (*X, ("dim", 1)),
     "clamp": (*X, ("min", 0.6), ("max", 1.2)),
@@ -118,8 +119,16 @@ FUNCTIONAL = {
     "elu": (*X, ("alpha", 1.0)),
     "leaky_relu": (*X, ("negative_slope", 0.01)),
     "hardtanh": (*X, ("min_val", -1.0), ("max_val", 1.0)),
+    "relu6": X,
+    "hardswish": X,
+    "mish": X,
+    "softplus": X,
     "softmax": (*X, ("dim", 1)),
     "log_softmax": (*X, ("dim", 1)),
+    "normalize": (*X, ("p", 2.0), ("dim", 1)),
+    "scaled_dot_product_attention": (("query", Grad(SEQ)), ("key", Grad(SEQ)), ("value", Grad(SEQ))),
+    "mse_loss": (*X, ("target", Grad(V))),
+    "cross_entropy": (*X, ("target", INDEX)),
     "linear": (*X, ("weight", Grad(M)), ("bias", Grad((3,)))),
     "conv1d": (("input", Grad(C)), ("weight", Grad((3, 2, 3))), ("bias", Grad((3,)))),
     "conv2d": (("input", Grad(IMG)), ("weight", Grad((3, 2, 3, 3))), ("bias", Grad((3,)))),
@@ -222,7 +231,8 @@ def module_cases() -> list[ModuleCase]:
     def dim1(cls):
         return lambda: cls(dim=1)
 
-    activations = ("ReLU", "Sigmoid", "Tanh", "ELU", "GELU", "SiLU", "LeakyReLU", "Hardtanh")
+    activations = ("ReLU", "Sigmoid", "Tanh", "ELU", "GELU", "SiLU", "LeakyReLU", "Hardtanh", "ReLU6", "Hardswish")
+    activations += ("Mish", "Softplus", "PReLU")
     return [
         *(ModuleCase(name, getattr(nn, name)) for name in activations),
         ModuleCase("Softmax", dim1(nn.Softmax)),
@@ -231,6 +241,7 @@ def module_cases() -> list[ModuleCase]:
         ModuleCase("Bilinear", lambda: nn.Bilinear(3, 3, 2), (("input1", Grad(V)), ("input2", Grad(V)))),
         ModuleCase("Conv1d", lambda: nn.Conv1d(2, 3, 3), (("input", Grad(C)),)),
         ModuleCase("Conv2d", lambda: nn.Conv2d(2, 3, 3), (("input", Grad(IMG)),)),
+        ModuleCase("ConvTranspose2d", lambda: nn.ConvTranspose2d(2, 3, 3), (("input", Grad(IMG)),)),
         ModuleCase("LayerNorm", lambda: nn.LayerNorm(3)),
         ModuleCase("BatchNorm1d", lambda: nn.BatchNorm1d(3)),
         ModuleCase("BatchNorm2d", lambda: nn.BatchNorm2d(2), (("input", Grad(IMG)),)),
