@@ -231,8 +231,21 @@ def module_cases() -> list[ModuleCase]:
     def dim1(cls):
         return lambda: cls(dim=1)
 
-    activations = ("ReLU", "Sigmoid", "Tanh", "ELU", "GELU", "SiLU", "LeakyReLU", "Hardtanh", "ReLU6", "Hardswish")
-    activations += ("Mish", "Softplus", "PReLU")
+    activations = (
+        "ReLU",
+        "ReLU6",
+        "Sigmoid",
+        "Tanh",
+        "ELU",
+        "GELU",
+        "SiLU",
+        "LeakyReLU",
+        "Hardtanh",
+        "Hardswish",
+        "Mish",
+        "Softplus",
+        "PReLU",
+    )
     return [
         *(ModuleCase(name, getattr(nn, name)) for name in activations),
         ModuleCase("Softmax", dim1(nn.Softmax)),
