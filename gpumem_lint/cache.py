@@ -154,11 +154,12 @@ def _diagnostic_to(diagnostic: Diagnostic) -> list:
             fix.title,
             [[e.start.row, e.start.column, e.end.row, e.end.column, e.content] for e in fix.edits],
         ],
+        diagnostic.cell,
     ]
 
 
 def _diagnostic_from(display: str, item: list) -> Diagnostic:
-    (start_row, start_column, end_row, end_column), code, name, message, help_text, severity, fix = item
+    (start_row, start_column, end_row, end_column), code, name, message, help_text, severity, fix, cell = item
     return Diagnostic(
         display,
         Position(start_row, start_column),
@@ -169,6 +170,7 @@ def _diagnostic_from(display: str, item: list) -> Diagnostic:
         help_text,
         Severity(severity),
         None if fix is None else _fix_from(fix),
+        cell=cell,
     )
 
 

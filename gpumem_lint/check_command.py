@@ -18,6 +18,7 @@ from gpumem_lint.diagnostics import Diagnostic
 from gpumem_lint.discovery import SourceFile, discover_files
 from gpumem_lint.output import OutputFormat, write_report
 from gpumem_lint.progress import progress_bar, wanted
+from gpumem_lint.notebook import SUFFIX as NOTEBOOK_SUFFIX
 from gpumem_lint.runner import FixMode, Job, RunResult, lint_jobs, unified_diff
 from gpumem_lint.selection import RuleSelection
 from gpumem_lint.source import decode_source
@@ -90,6 +91,14 @@ def check_stdin(
 
     codes = selection.codes_for(Path(os.path.abspath(filename))) if filename else selection.codes
     rules = [RULES_BY_CODE[code] for code in codes]
+    if filename is not None and filename.suffix == NOTEBOOK_SUFFIX:
+        if request.fix or request.diff:
+            _error("a notebook on standard input can be linted, not fixed")
+            return 2
+        from gpumem_lint.notebook_runner import notebook_job
+
+        result = notebook_job(Job(filename, display, tuple(codes)), data, None, rules, None)
+        return _report(result.diagnostics, (), request, console, {display: data})
     try:
         text = decode_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError):
@@ -97,16 +106,16 @@ def check_stdin(
     if text is None or not (request.fix or request.diff):
         if request.fix:
             sys.stdout.buffer.write(data)  # not decodable: nothing to fix
-        linted = {display: text} if text is not None else None
-        return _report(lint_bytes(data, display, rules), (), request, console, linted)
+        return _report(lint_bytes(data, display, rules), (), request, console, {display: data})
     outcome = fix_source(text, display, rules, unsafe=request.unsafe_fixes)
     if request.diff:
         diff = unified_diff(text, outcome.text, display) if outcome.text != text else ""
         result = RunResult(list(outcome.remaining), list(outcome.fixed), [diff] if diff else [])
         return _report_diff(result, request)
-    sys.stdout.buffer.write(encode_like(outcome.text, data))
+    fixed = encode_like(outcome.text, data)
+    sys.stdout.buffer.write(fixed)
     sys.stdout.flush()
-    return _report(list(outcome.remaining), list(outcome.fixed), request, console, {display: outcome.text})
+    return _report(list(outcome.remaining), list(outcome.fixed), request, console, {display: fixed})
 
 
 def _report(
@@ -114,9 +123,9 @@ def _report(
     fixed: Sequence[Diagnostic],
     request: Request,
     console: Console,
-    linted: dict[str, str] | None = None,
+    linted: dict[str, bytes] | None = None,
 ) -> int:
-    """`linted`: the texts linted that are not on disk (standard input), for code frames."""
+    """`linted`: the contents linted that are not on disk (standard input), for code frames."""
     write_report(
         diagnostics,
         console,
@@ -148,8 +157,7 @@ def _report_diff(result: RunResult, request: Request) -> int:
 
 
 def _add_noqa(files: Sequence[SourceFile], diagnostics: Sequence[Diagnostic]) -> int:
-    from gpumem_lint.add_noqa import add_noqa
-    from gpumem_lint.autofix import encode_like, parses, write_fixed
+    from gpumem_lint.autofix import write_fixed
 
     by_display: dict[str, list[Diagnostic]] = {}
     for diagnostic in diagnostics:
@@ -162,14 +170,13 @@ def _add_noqa(files: Sequence[SourceFile], diagnostics: Sequence[Diagnostic]) ->
             continue
         try:
             data = file.path.read_bytes()
-            text = decode_source(data)
-        except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        except OSError:
             continue
-        new_text, count = add_noqa(text, found)
-        if not count or not parses(new_text, file.display):
+        new_data, count = _with_noqa(file, data, found)
+        if not count:
             continue
         try:
-            write_fixed(file.path, encode_like(new_text, data))
+            write_fixed(file.path, new_data)
         except OSError as error:
             _error(f"{file.display}: cannot add noqa directives: {error.strerror or error}")
             failed = True
@@ -177,6 +184,30 @@ def _add_noqa(files: Sequence[SourceFile], diagnostics: Sequence[Diagnostic]) ->
             added += count
     typer.echo(f"Added {added} noqa directive{'' if added == 1 else 's'}.", err=True)
     return 2 if failed else 0
+
+
+def _with_noqa(file: SourceFile, data: bytes, found: list[Diagnostic]) -> tuple[bytes, int]:
+    """The file's new bytes and how many directives they add (0: leave the file alone)."""
+    from gpumem_lint import notebook
+    from gpumem_lint.add_noqa import add_noqa
+    from gpumem_lint.autofix import encode_like, parses
+
+    if file.path.suffix == notebook.SUFFIX:
+        try:
+            document = notebook.read_notebook(data)
+        except notebook.NotebookError:
+            return data, 0
+        text, count = add_noqa(document.text, [notebook.to_text(document, d) for d in found if d.cell])
+        sources = notebook.with_text(document, text) if count and parses(text, file.display) else None
+        return (notebook.write_sources(document, sources, data), count) if sources else (data, 0)
+    try:
+        text = decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return data, 0
+    new_text, count = add_noqa(text, found)
+    if not count or not parses(new_text, file.display):
+        return data, 0
+    return encode_like(new_text, data), count
 
 
 def _error(message: str) -> None:

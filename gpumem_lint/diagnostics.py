@@ -71,10 +71,12 @@ class Diagnostic:
     source: str | None = None
     status: str | None = None
     related: tuple[RelatedLocation, ...] = ()
+    #: In a notebook: the 1-based number of the cell, whose rows `start` and `end` count.
+    cell: int | None = None
 
     @property
     def sort_key(self) -> tuple:
-        return (self.path, self.start.row, self.start.column, self.code, self.message)
+        return (self.path, self.cell or 0, self.start.row, self.start.column, self.code, self.message)
 
 
 def fix_allowed(fix: Fix, unsafe: bool) -> bool:

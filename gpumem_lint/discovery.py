@@ -15,7 +15,8 @@ from pathspec import GitIgnoreSpec
 
 from gpumem_lint.config import Settings, display_path, project_relative
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+#: Python files and Jupyter notebooks, as ruff lints by default.
+LINTED_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 @dataclass(frozen=True, order=True)
@@ -100,7 +101,7 @@ class _Walker:
                 continue
             if is_dir:
                 yield from self._walk(path, gitignores, base)
-            elif path.suffix in PYTHON_SUFFIXES:
+            elif path.suffix in LINTED_SUFFIXES:
                 yield path
 
 

@@ -33,7 +33,7 @@ def lint_path(path: Path, display: str, rules: Sequence[type[Rule]]) -> list[Dia
     try:
         data = path.read_bytes()
     except OSError as error:
-        return _tool_diagnostic(UnreadableFile, display, rules, f"cannot read file: {error.strerror or error}")
+        return tool_diagnostic(UnreadableFile, display, rules, f"cannot read file: {error.strerror or error}")
     return lint_bytes(data, display, rules)
 
 
@@ -43,7 +43,7 @@ def lint_bytes(
     try:
         text = decode_source(data)
     except (SyntaxError, UnicodeDecodeError, LookupError) as error:
-        return _tool_diagnostic(UnreadableFile, display, rules, undecodable_reason(data, error))
+        return tool_diagnostic(UnreadableFile, display, rules, undecodable_reason(data, error))
     return lint_source(text, display, rules, dependencies)
 
 
@@ -79,7 +79,7 @@ def _check(
         # CPython's own parser pinpoints errors better than libcst's; fall back to libcst.
         return _syntax_only(text, display, rules) or _syntax_diagnostic(error, display, rules)
     except (RecursionError, MemoryError) as error:
-        return _tool_diagnostic(InvalidSyntax, display, rules, f"cannot parse file: {type(error).__name__}")
+        return tool_diagnostic(InvalidSyntax, display, rules, f"cannot parse file: {type(error).__name__}")
     ctx = FileContext(display, text, module, origin=origin)
     reports: list[tuple[type[Rule], Report]] = []
     for rule in active:
@@ -88,7 +88,7 @@ def _check(
         except RecursionError:
             if not on_deep_stack():
                 raise  # retried on a deeper stack
-            return _tool_diagnostic(InternalError, display, rules, f"file nested too deeply for {rule.code}")
+            return tool_diagnostic(InternalError, display, rules, f"file nested too deeply for {rule.code}")
         except Exception:
             return _internal_error(display, rules, rule)
     dependencies |= ctx.dependencies
@@ -182,10 +182,10 @@ def _internal_error(display: str, rules, rule: type[Rule]) -> list[Diagnostic]:
         f"internal error in {rule.code} ({where.filename.rsplit('/', 1)[-1]}:{where.lineno}); "
         "please report it with this file"
     )
-    return _tool_diagnostic(InternalError, display, rules, message)
+    return tool_diagnostic(InternalError, display, rules, message)
 
 
-def _tool_diagnostic(rule: type[Rule], display: str, rules, message: str) -> list[Diagnostic]:
+def tool_diagnostic(rule: type[Rule], display: str, rules, message: str) -> list[Diagnostic]:
     return [_diagnostic(rule, display, 1, 1, message)] if rule in rules else []
 
 

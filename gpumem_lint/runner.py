@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from gpumem_lint import collector
 from gpumem_lint.cache import Cache, content_hash
 from gpumem_lint.diagnostics import Diagnostic, Position, fix_allowed
+from gpumem_lint.notebook import SUFFIX as NOTEBOOK_SUFFIX
 from gpumem_lint.source import decode_source
 
 if TYPE_CHECKING:
@@ -186,6 +187,10 @@ def _lint_or_fix(job: Job, data: bytes | None, digest: str | None, fix: FixMode 
     rules = [_load_linter()[code] for code in job.codes]
     if data is None:
         return FileResult(tuple(lint_path(job.path, job.display, rules)))
+    if job.path.suffix == NOTEBOOK_SUFFIX:
+        from gpumem_lint.notebook_runner import notebook_job
+
+        return notebook_job(job, data, digest, rules, fix)
     if fix is not None:
         try:
             text = decode_source(data)

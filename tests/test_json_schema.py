@@ -11,7 +11,7 @@ from gpumem_lint.cli import main
 from gpumem_lint.diagnostics import Diagnostic, Position, Severity
 from gpumem_lint.output.json_format import diagnostic_to_dict
 
-KEYS = ["code", "name", "message", "severity", "filename", "location", "end_location", "fix", "help", "url"]
+KEYS = ["code", "name", "message", "severity", "filename", "cell", "location", "end_location", "fix", "help", "url"]
 
 
 @pytest.fixture(autouse=True)
@@ -38,6 +38,7 @@ def test_finding_has_exactly_the_pinned_keys_and_types(capsys, tmp_path):
     assert isinstance(finding["message"], str) and finding["message"]
     assert finding["severity"] in {"error", "warning"}
     assert finding["filename"] == "pkg/bad.py"
+    assert finding["cell"] is None  # the cell number, in a notebook
     assert finding["location"] == {"row": 1, "column": 7}
     assert list(finding["end_location"]) == ["row", "column"]
     assert all(isinstance(value, int) for value in finding["end_location"].values())
@@ -78,6 +79,7 @@ def test_diagnostic_to_dict_maps_every_field():
         "message": "the problem",
         "severity": "warning",
         "filename": "a/b.py",
+        "cell": None,
         "location": {"row": 3, "column": 5},
         "end_location": {"row": 4, "column": 1},
         "fix": None,

@@ -53,13 +53,13 @@ def write_report(
     fixed: Sequence[Diagnostic] = (),
     unsafe_fixes: bool = False,
     show_fixes: bool = False,
-    linted: Mapping[str, str] | None = None,
+    linted: Mapping[str, bytes] | None = None,
 ) -> None:
     """`show_statistics` replaces the findings with per-rule counts, as ruff's `--statistics` does.
 
     `fixed` are the findings `--fix` removed; `unsafe_fixes` says whether unsafe fixes count as available.
-    `linted` holds the texts linted that are not on disk (standard input), by display path: code frames
-    and fingerprints quote them.
+    `linted` holds the contents linted that are not on disk (standard input), by display path: code
+    frames and fingerprints quote them.
     """
     if show_statistics:
         from gpumem_lint.output import statistics

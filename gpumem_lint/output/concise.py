@@ -1,4 +1,5 @@
-"""One line per finding: `path:row:col: CODE message`, the format editors and CI logs parse."""
+"""One line per finding: `path:row:col: CODE message`, the format editors and CI logs parse;
+`path:cell N:row:col: CODE message` in a notebook, as ruff writes it."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def header(diagnostic: Diagnostic, fixable: bool = False) -> Text:
     return Text.assemble(
         (printable(diagnostic.path), "bold"),
         (":", "cyan"),
+        (f"cell {diagnostic.cell}", "bold") if diagnostic.cell is not None else "",
+        (":", "cyan") if diagnostic.cell is not None else "",
         str(diagnostic.start.row),
         (":", "cyan"),
         str(diagnostic.start.column),
@@ -37,6 +40,12 @@ def header(diagnostic: Diagnostic, fixable: bool = False) -> Text:
         ("[*] ", "cyan") if fixable else "",
         printable(diagnostic.message),
     )
+
+
+def where(diagnostic: Diagnostic) -> str:
+    """`path:row:col`, or `path:cell N:row:col` in a notebook."""
+    cell = f"cell {diagnostic.cell}:" if diagnostic.cell is not None else ""
+    return f"{diagnostic.path}:{cell}{diagnostic.start.row}:{diagnostic.start.column}"
 
 
 def printable(text: str) -> str:

@@ -35,7 +35,7 @@ def render(
     sources = sources or SourceLines()
     for diagnostic in diagnostics:
         console.print(header(diagnostic, fixable(diagnostic)))
-        lines = sources.of(diagnostic.path)
+        lines = sources.of(diagnostic.path, diagnostic.cell)
         if lines is not None and 1 <= diagnostic.start.row <= len(lines):
             console.print(code_frame(diagnostic, lines))
         if diagnostic.help:

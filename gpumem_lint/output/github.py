@@ -32,19 +32,20 @@ def escape_property(text: str) -> str:
 
 def annotation(diagnostic: Diagnostic) -> str:
     level = "error" if diagnostic.severity is Severity.ERROR else "warning"
-    properties = ",".join(
-        f"{key}={escape_property(str(value))}"
-        for key, value in (
-            ("title", f"gpumem-lint ({diagnostic.code})"),
-            ("file", diagnostic.path),
+    place = [("title", f"gpumem-lint ({diagnostic.code})"), ("file", diagnostic.path)]
+    if diagnostic.cell is None:
+        place += [
             ("line", diagnostic.start.row),
             ("col", diagnostic.start.column),
             ("endLine", diagnostic.end.row),
             ("endColumn", diagnostic.end.column),
-        )
-    )
-    # The title names the code and GitHub shows the place: the message is only the finding.
+        ]
+    properties = ",".join(f"{key}={escape_property(str(value))}" for key, value in place)
+    # The title names the code and GitHub shows the place: the message is only the finding. A
+    # notebook's rows count in a cell, not in the file GitHub shows, so the message gives them.
     message = diagnostic.message
+    if diagnostic.cell is not None:
+        message = f"cell {diagnostic.cell}:{diagnostic.start.row}:{diagnostic.start.column}: {message}"
     if diagnostic.help:
         message += f"\n  help: {diagnostic.help}"
     # printable() keeps line feeds (escaped below as %0A) and replaces other control characters.

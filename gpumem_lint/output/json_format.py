@@ -20,6 +20,7 @@ def diagnostic_to_dict(diagnostic: Diagnostic) -> dict[str, Any]:
         "message": diagnostic.message,
         "severity": diagnostic.severity.value,
         "filename": diagnostic.path,
+        "cell": diagnostic.cell,
         "location": {"row": diagnostic.start.row, "column": diagnostic.start.column},
         "end_location": {"row": diagnostic.end.row, "column": diagnostic.end.column},
         "fix": fix_to_dict(diagnostic),

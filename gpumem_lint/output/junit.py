@@ -10,7 +10,7 @@ from itertools import groupby
 from rich.console import Console
 
 from gpumem_lint.diagnostics import Diagnostic
-from gpumem_lint.output.concise import printable
+from gpumem_lint.output.concise import printable, where
 
 
 def render(diagnostics: Sequence[Diagnostic], console: Console) -> None:
@@ -38,8 +38,8 @@ def render(diagnostics: Sequence[Diagnostic], console: Console) -> None:
             )
             failure = ET.SubElement(case, "failure", message=printable(diagnostic.message), type=diagnostic.code)
             failure.text = printable(
-                f"{diagnostic.path}:{diagnostic.start.row}:{diagnostic.start.column}: {diagnostic.code} "
-                f"{diagnostic.message}" + (f"\nhelp: {diagnostic.help}" if diagnostic.help else "")
+                f"{where(diagnostic)}: {diagnostic.code} {diagnostic.message}"
+                + (f"\nhelp: {diagnostic.help}" if diagnostic.help else "")
             )
     ET.indent(suites)
     console.out('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode"), highlight=False)

@@ -56,7 +56,7 @@ def sarif_log(
     occurrences: Counter[tuple[str, str, str]] = Counter()
     results = []
     for diagnostic in ordered:
-        line_hash = _line_hash(diagnostic, sources.of(diagnostic.path))
+        line_hash = _line_hash(diagnostic, sources.of(diagnostic.path, diagnostic.cell))
         occurrences[(diagnostic.path, diagnostic.code, line_hash)] += 1
         results.append(_result(diagnostic, f"{line_hash}:{occurrences[(diagnostic.path, diagnostic.code, line_hash)]}"))
     return {
@@ -131,6 +131,8 @@ def _result(diagnostic: Diagnostic, fingerprint: str) -> dict[str, Any]:
     }
     if diagnostic.code in _RULE_INDEX:
         result["ruleIndex"] = _RULE_INDEX[diagnostic.code]
+    if diagnostic.cell is not None:  # a notebook: the region counts rows in this cell
+        result["properties"] = {"cell": diagnostic.cell}
     if diagnostic.source is not None:  # `gpumem-lint trace`: the run's other locations and its verdict
         result["relatedLocations"] = [
             {
@@ -143,7 +145,7 @@ def _result(diagnostic: Diagnostic, fingerprint: str) -> dict[str, Any]:
             }
             for index, related in enumerate(diagnostic.related)
         ]
-        result["properties"] = {"source": diagnostic.source, "status": diagnostic.status}
+        result["properties"] = {**result.get("properties", {}), "source": diagnostic.source, "status": diagnostic.status}
     if diagnostic.fix is not None:
         result["fixes"] = [
             {

@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from gpumem_lint.notebook import cell_source
 from gpumem_lint.source import decode_source
 
 # Python counts rows at these line breaks; str.splitlines also breaks at \f and others.
@@ -17,26 +18,36 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 class SourceLines:
-    def __init__(self, linted: Mapping[str, str] | None = None, base: Path | None = None) -> None:
-        #: Texts that were linted but are not on disk (standard input), by display path.
+    def __init__(self, linted: Mapping[str, bytes] | None = None, base: Path | None = None) -> None:
+        #: Contents that were linted but are not on disk (standard input), by display path.
         self._linted = dict(linted or {})
         self._base = base or Path()
         self._lines: dict[str, list[str] | None] = {}
 
-    def of(self, path: str) -> list[str] | None:
-        """The lines of `path`, or None when it cannot be read or decoded."""
-        if path not in self._lines:
-            text = self._linted.get(path)
-            self._lines[path] = None if text is None and (text := _read(self._base / path)) is None else split_lines(text)
-        return self._lines[path]
+    def of(self, path: str, cell: int | None = None) -> list[str] | None:
+        """The lines of `path` (of its cell `cell`, in a notebook), or None when it cannot be read."""
+        key = f"{path}\0{cell}"
+        if key not in self._lines:
+            data = self._linted.get(path)
+            text = _read(self._base / path, cell) if data is None else _decoded(data, cell)
+            self._lines[key] = None if text is None else split_lines(text)
+        return self._lines[key]
 
 
 def split_lines(text: str) -> list[str]:
     return _LINE_BREAK.split(text)
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path, cell: int | None) -> str | None:
     try:
-        return decode_source(path.read_bytes())
-    except (OSError, SyntaxError, UnicodeDecodeError, LookupError):
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return _decoded(data, cell)
+
+
+def _decoded(data: bytes, cell: int | None) -> str | None:
+    try:
+        return decode_source(data) if cell is None else cell_source(data, cell)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
         return None
