@@ -145,7 +145,8 @@ def _result(diagnostic: Diagnostic, fingerprint: str) -> dict[str, Any]:
             }
             for index, related in enumerate(diagnostic.related)
         ]
-        result["properties"] = {**result.get("properties", {}), "source": diagnostic.source, "status": diagnostic.status}
+        properties = result.setdefault("properties", {})
+        properties.update(source=diagnostic.source, status=diagnostic.status)
     if diagnostic.fix is not None:
         result["fixes"] = [
             {

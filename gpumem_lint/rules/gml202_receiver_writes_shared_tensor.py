@@ -190,8 +190,8 @@ def norms(tensors):
                 if write.module:
                     yield Report(
                         write.node,
-                        f"{write_text(ctx, write)} trains `{name}`, a model {crossing_text(ctx, crossing)} handed over: "
-                        f"this updates the parent's shared weights{others}, an unintended Hogwild",
+                        f"{write_text(ctx, write)} trains `{name}`, a model {crossing_text(ctx, crossing)} handed "
+                        f"over: this updates the parent's shared weights{others}, an unintended Hogwild",
                     )
                     continue
                 yield Report(
