@@ -217,3 +217,36 @@ def cell_source(data: bytes, number: int) -> str | None:
 def _joined(source: object) -> str:
     return "".join(source) if isinstance(source, list) else str(source)
 
+
+
+def json_region(data: bytes, number: int, start: Position, end: Position) -> tuple[Position, Position] | None:
+    """Where cell `number`'s rows `start`..`end` lie in the notebook's JSON text, when it is laid
+    out as Jupyter writes it (each source line a string on a line of its own); else None."""
+    text = data.decode("utf-8-sig", errors="replace")
+    lines = text.splitlines()
+    indent = re.match(r"\{\r?\n( +)", text)
+    if indent is None:
+        return None
+    key = " " * (3 * len(indent.group(1))) + '"source": ['  # a key of a cell, not of an output
+    sources = [row for row, line in enumerate(lines, start=1) if line == key]
+    try:
+        document = read_notebook(data)
+    except NotebookError:
+        return None
+    cell = next((cell for cell in document.cells if cell.number == number), None)
+    if cell is None or cell.position >= len(sources):
+        return None
+    first = sources[cell.position]  # the `"source": [` line; the cell's row 1 is on the next
+    source_lines = cell.source.splitlines(keepends=True)
+
+    def placed(position: Position) -> Position | None:
+        row = min(position.row, len(source_lines))
+        json_line = lines[first + row - 1] if first + row - 1 < len(lines) else ""
+        quoted = json.dumps(source_lines[row - 1][: position.column - 1], ensure_ascii=False)[:-1]
+        opening = len(json_line) - len(json_line.lstrip())
+        if not json_line.lstrip().startswith(quoted):
+            return None
+        return Position(first + row, opening + len(quoted) + 1)
+
+    start_at, end_at = placed(start), placed(end)
+    return (start_at, end_at) if start_at and end_at else None

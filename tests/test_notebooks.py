@@ -114,8 +114,12 @@ def test_json_and_sarif_carry_the_cell(capsys, tmp_path):
     log = json.loads(out)
     jsonschema.validate(log, json.loads(SARIF_SCHEMA.read_text()))
     [result] = log["runs"][0]["results"]
-    assert result["properties"] == {"cell": 3}
-    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 3
+    assert result["properties"] == {"cell": 3, "cellRegion": {"startLine": 3, "startColumn": 1}}
+    region = result["locations"][0]["physicalLocation"]["region"]
+    json_lines = (tmp_path / "nb.ipynb").read_text(encoding="utf-8").splitlines()
+    # The region is in the notebook's JSON, where code scanning shows it: `a[0]` of `    "a[0] = 1\n",`.
+    assert json_lines[region["startLine"] - 1] == '    "a[0] = 1\\n",'
+    assert (region["startColumn"], region["endColumn"]) == (6, 10)
 
 
 def test_fix_rewrites_only_the_changed_sources(capsys, tmp_path):

@@ -26,7 +26,8 @@ from urllib.parse import quote
 from rich.console import Console
 
 from gpumem_lint import __version__
-from gpumem_lint.diagnostics import Diagnostic, Severity
+from gpumem_lint.diagnostics import Diagnostic, Position, Severity
+from gpumem_lint.notebook import json_region
 from gpumem_lint.rules import ALL_CODES
 from gpumem_lint.output.rule_links import rule_url
 from gpumem_lint.output.source_lines import SourceLines
@@ -58,7 +59,8 @@ def sarif_log(
     for diagnostic in ordered:
         line_hash = _line_hash(diagnostic, sources.of(diagnostic.path, diagnostic.cell))
         occurrences[(diagnostic.path, diagnostic.code, line_hash)] += 1
-        results.append(_result(diagnostic, f"{line_hash}:{occurrences[(diagnostic.path, diagnostic.code, line_hash)]}"))
+        fingerprint = f"{line_hash}:{occurrences[(diagnostic.path, diagnostic.code, line_hash)]}"
+        results.append(_result(diagnostic, fingerprint, _notebook_region(diagnostic, sources)))
     return {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
@@ -108,8 +110,20 @@ def full_description(rule: type[Rule]) -> str:
     return cut[: sentence_end + 1] if sentence_end > 0 else cut[: DESCRIPTION_LIMIT - 1] + "…"
 
 
-def _result(diagnostic: Diagnostic, fingerprint: str) -> dict[str, Any]:
+def _notebook_region(diagnostic: Diagnostic, sources: SourceLines) -> tuple[Position, Position] | None:
+    """A notebook finding's place in the notebook's JSON, which is what code scanning shows."""
+    if diagnostic.cell is None:
+        return None
+    data = sources.contents(diagnostic.path)
+    return None if data is None else json_region(data, diagnostic.cell, diagnostic.start, diagnostic.end)
+
+
+def _result(
+    diagnostic: Diagnostic, fingerprint: str, region: tuple[Position, Position] | None = None
+) -> dict[str, Any]:
+    """`region`: in a notebook, the finding's place in its JSON text (else the cell's rows are given)."""
     artifact = _artifact(diagnostic.path)
+    start, end = region or (diagnostic.start, diagnostic.end)
     result: dict[str, Any] = {
         "ruleId": diagnostic.code,
         "level": _level(diagnostic.severity),
@@ -119,10 +133,10 @@ def _result(diagnostic: Diagnostic, fingerprint: str) -> dict[str, Any]:
                 "physicalLocation": {
                     "artifactLocation": artifact,
                     "region": {
-                        "startLine": diagnostic.start.row,
-                        "startColumn": diagnostic.start.column,
-                        "endLine": diagnostic.end.row,
-                        "endColumn": diagnostic.end.column,
+                        "startLine": start.row,
+                        "startColumn": start.column,
+                        "endLine": end.row,
+                        "endColumn": end.column,
                     },
                 }
             }
@@ -131,8 +145,11 @@ def _result(diagnostic: Diagnostic, fingerprint: str) -> dict[str, Any]:
     }
     if diagnostic.code in _RULE_INDEX:
         result["ruleIndex"] = _RULE_INDEX[diagnostic.code]
-    if diagnostic.cell is not None:  # a notebook: the region counts rows in this cell
-        result["properties"] = {"cell": diagnostic.cell}
+    if diagnostic.cell is not None:  # a notebook: the cell, and where in it (the region is in the JSON)
+        result["properties"] = {
+            "cell": diagnostic.cell,
+            "cellRegion": {"startLine": diagnostic.start.row, "startColumn": diagnostic.start.column},
+        }
     if diagnostic.source is not None:  # `gpumem-lint trace`: the run's other locations and its verdict
         result["relatedLocations"] = [
             {
@@ -147,7 +164,7 @@ def _result(diagnostic: Diagnostic, fingerprint: str) -> dict[str, Any]:
         ]
         properties = result.setdefault("properties", {})
         properties.update(source=diagnostic.source, status=diagnostic.status)
-    if diagnostic.fix is not None:
+    if diagnostic.fix is not None and diagnostic.cell is None:  # a notebook's edits count rows in a cell
         result["fixes"] = [
             {
                 "description": {

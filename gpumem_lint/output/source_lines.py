@@ -24,6 +24,15 @@ class SourceLines:
         self._base = base or Path()
         self._lines: dict[str, list[str] | None] = {}
 
+    def contents(self, path: str) -> bytes | None:
+        """The bytes of `path` as linted, or None when it cannot be read."""
+        if path in self._linted:
+            return self._linted[path]
+        try:
+            return (self._base / path).read_bytes()
+        except OSError:
+            return None
+
     def of(self, path: str, cell: int | None = None) -> list[str] | None:
         """The lines of `path` (of its cell `cell`, in a notebook), or None when it cannot be read."""
         key = f"{path}\0{cell}"
