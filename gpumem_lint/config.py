@@ -2,6 +2,11 @@
 
 The file is parsed as TOML and checked key by key; nothing in it is executed. Rule
 selectors are kept as written here and resolved (and checked) by `selection`.
+
+`extend = "../pyproject.toml"` (or a `gpumem-lint.toml`, whose top level is the table) reads a
+base configuration first, as ruff does for monorepos: the extending file's keys override the
+base's, `extend-select` and `extend-exclude` add to them, and the base's path patterns keep
+meaning paths under the base's directory.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ DEFAULT_EXCLUDE = (
 )
 
 _LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
-_KNOWN_KEYS = (*_LIST_KEYS, "per-file-ignores", "target-version")
+_KNOWN_KEYS = (*_LIST_KEYS, "extend", "per-file-ignores", "target-version")
 
 
 class ConfigError(Exception):
@@ -109,26 +114,94 @@ def load_settings(
         start = cwd / paths[0] if paths else cwd
         found = find_config(start, cwd)
         config_file, table = found if found else (None, {})
-    where = display_path(config_file, cwd) if config_file else "defaults"
-    _validate(table, where)
-    file_layer = SelectorLayer(
-        origin=f"{where} [{TABLE}]",
-        select=_tuple_or_none(table.get("select")),
-        extend_select=tuple(table.get("extend-select", ())),
-        ignore=tuple(table.get("ignore", ())),
-    )
-    cli_layer = SelectorLayer("command line", cli.select, cli.extend_select, cli.ignore)
-    exclude = _tuple_or_none(table.get("exclude"))
+    root = config_file.parent if config_file else cwd
+    chain = _extended(config_file, table, cwd) if config_file else [("defaults", root, table)]
+    layers = []
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: list[str] = []
+    per_file_ignores: dict[str, tuple[str, ...]] | None = None
+    for where, directory, layer in chain:  # the base first
+        layers.append(
+            SelectorLayer(
+                origin=f"{where} [{TABLE}]",
+                select=_tuple_or_none(layer.get("select")),
+                extend_select=tuple(layer.get("extend-select", ())),
+                ignore=tuple(layer.get("ignore", ())),
+            )
+        )
+        if "exclude" in layer:
+            exclude = tuple(_rebased(layer["exclude"], directory, root))
+        extend_exclude += _rebased(layer.get("extend-exclude", ()), directory, root)
+        if "per-file-ignores" in layer:
+            per_file_ignores = {
+                rebased: tuple(selectors)
+                for pattern, selectors in layer["per-file-ignores"].items()
+                for rebased in _rebased((pattern,), directory, root)
+            }
+    layers.append(SelectorLayer("command line", cli.select, cli.extend_select, cli.ignore))
     return Settings(
-        project_root=config_file.parent if config_file else cwd,
+        project_root=root,
         config_file=config_file,
-        selector_layers=(file_layer, cli_layer),
-        per_file_ignores=tuple(
-            (pattern, tuple(selectors)) for pattern, selectors in table.get("per-file-ignores", {}).items()
-        ),
-        exclude=(DEFAULT_EXCLUDE if exclude is None else exclude) + tuple(table.get("extend-exclude", ())),
+        selector_layers=tuple(layers),
+        per_file_ignores=tuple((per_file_ignores or {}).items()),
+        exclude=(DEFAULT_EXCLUDE if exclude is None else exclude) + tuple(extend_exclude),
         force_exclude=cli.force_exclude,
     )
+
+
+def _extended(config_file: Path, table: dict, cwd: Path) -> list[tuple[str, Path, dict]]:
+    """(name, directory, table) of `config_file` and the files it extends, the first base first."""
+    chain: list[tuple[str, Path, dict]] = []
+    seen: list[Path] = []
+    while True:
+        where = display_path(config_file, cwd)
+        if config_file in seen:
+            raise ConfigError(f"{where}: 'extend' makes a cycle ({' -> '.join(display_path(p, cwd) for p in seen)})")
+        seen.append(config_file)
+        _validate(table, where)
+        chain.insert(0, (where, config_file.parent, table))
+        if "extend" not in table:
+            return chain
+        named = os.path.expandvars(os.path.expanduser(table["extend"]))
+        base = Path(os.path.abspath(config_file.parent / named))
+        if not base.is_file():
+            raise ConfigError(f"{where}: 'extend' names {display_path(base, cwd)}, which does not exist")
+        config_file, table = base, _read_base(base, cwd)
+
+
+def _read_base(path: Path, cwd: Path) -> dict:
+    """A pyproject.toml's table, or a gpumem-lint.toml whose top level is the table."""
+    if path.name == "pyproject.toml":
+        return _read_table(path, cwd) or {}
+    try:
+        with path.open("rb") as file:
+            return tomllib.load(file)
+    except OSError as error:
+        raise ConfigError(f"{display_path(path, cwd)}: cannot read file: {error.strerror or error}") from error
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{display_path(path, cwd)}: invalid TOML: {error}") from error
+
+
+def _rebased(patterns: Sequence[str], directory: Path, root: Path) -> list[str]:
+    """Gitwildmatch patterns written relative to `directory`, as the project at `root` reads them.
+
+    An unanchored pattern (`*_pb2.py`, `build/`) means the same anywhere. An anchored one
+    (`pkg/gen/`, `/setup.py`) keeps the part below `root`, and is dropped if it names nothing there.
+    """
+    if directory == root:
+        return list(patterns)
+    try:
+        prefix = root.relative_to(directory).as_posix() + "/"
+    except ValueError:
+        prefix = None  # the base is not above the project: its anchored patterns cannot match in it
+    rebased = []
+    for pattern in patterns:
+        negation, body = ("!", pattern[1:]) if pattern.startswith("!") else ("", pattern)
+        if "/" not in body.rstrip("/") or body.startswith("**/"):
+            rebased.append(pattern)
+        elif prefix is not None and body.lstrip("/").startswith(prefix):
+            rebased.append(f"{negation}/{body.lstrip('/')[len(prefix):]}")
+    return rebased
 
 
 def find_config(start: Path, cwd: Path) -> tuple[Path, dict] | None:
@@ -168,6 +241,8 @@ def _validate(table: dict, where: str) -> None:
             raise ConfigError(
                 f"{where}: 'target-version' in [{TABLE}] must be a string such as \"py313\", got {value!r}"
             )
+        if key == "extend" and not isinstance(value, str):
+            raise ConfigError(f"{where}: 'extend' in [{TABLE}] must be a path (a string), got {_toml_type(value)}")
         if key in _LIST_KEYS and not _is_list_of_strings(value):
             raise ConfigError(f"{where}: '{key}' in [{TABLE}] must be a list of strings, got {_toml_type(value)}")
     per_file = table.get("per-file-ignores", {})

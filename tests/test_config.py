@@ -4,6 +4,7 @@ how rule selectors resolve (ruff's semantics: later layers and more specific sel
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,42 @@ def test_settings_are_frozen(tmp_path):
     settings = load_settings(["."], CliOverrides(), cwd=tmp_path)
     with pytest.raises(AttributeError):
         settings.force_exclude = True
+
+
+def test_extend_reads_the_base_first_and_the_extending_file_wins(tmp_path):
+    pyproject(tmp_path, 'select = ["GML1", "GML3"]\nignore = ["GML107"]\nextend-exclude = ["legacy_*.py"]')
+    (tmp_path / "pkg").mkdir()
+    pyproject(tmp_path / "pkg", 'extend = "../pyproject.toml"\nextend-select = ["GML001"]\nignore = ["GML301"]')
+    settings = load_settings(["."], CliOverrides(), cwd=tmp_path / "pkg")
+    assert settings.project_root == tmp_path / "pkg"
+    codes = RuleSelection.from_settings(settings).codes
+    assert "GML001" in codes and "GML101" in codes and "GML302" in codes
+    assert "GML107" not in codes and "GML301" not in codes and "GML201" not in codes
+    assert settings.exclude[-1] == "legacy_*.py"
+
+
+def test_extend_keeps_the_bases_paths_meaning_paths_under_it(tmp_path):
+    (tmp_path / "gpumem-lint.toml").write_text(
+        'extend-exclude = ["pkg/generated/", "other/"]\n[per-file-ignores]\n"pkg/tests/*.py" = ["ALL"]\n'
+    )
+    (tmp_path / "pkg").mkdir()
+    pyproject(tmp_path / "pkg", 'extend = "../gpumem-lint.toml"')
+    settings = load_settings(["."], CliOverrides(), cwd=tmp_path / "pkg")
+    assert settings.exclude[-2:] == ("/generated/", "other/")
+    selection = RuleSelection.from_settings(settings)
+    assert selection.codes_for(tmp_path / "pkg/tests/test_a.py") == ()
+    assert selection.codes_for(tmp_path / "pkg/src/a.py") == selection.codes
+
+
+@pytest.mark.parametrize(
+    ("extend", "message"),
+    [
+        ('"missing.toml"', "'extend' names missing.toml, which does not exist"),
+        ('"pyproject.toml"', "'extend' makes a cycle"),
+        ("3", "'extend' in [tool.gpumem-lint] must be a path"),
+    ],
+)
+def test_bad_extend_is_a_config_error(tmp_path, extend, message):
+    pyproject(tmp_path, f"extend = {extend}")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_settings(["."], CliOverrides(), cwd=tmp_path)
