@@ -33,3 +33,20 @@ def test_every_pre_commit_rev_exists():
     for revision in revisions:
         found = subprocess.run(["git", "rev-parse", "--verify", "--quiet", revision], cwd=REPO, capture_output=True)
         assert found.returncode == 0, f"rev: {revision} is not a revision of this repository"
+
+
+def section(markdown: str, title: str) -> str:
+    start = markdown.index(f"\n## {title}\n")
+    end = markdown.find("\n## ", start + 1)
+    return markdown[start : end if end != -1 else None]
+
+
+def test_the_cache_numbers_are_those_of_the_benchmark_report():
+    """Every timing the Cache section quotes is in bench/README.md, whose tables are measured."""
+    cache = section((REPO / "README.md").read_text(encoding="utf-8"), "Cache")
+    bench = (REPO / "bench" / "README.md").read_text(encoding="utf-8")
+    quoted = re.findall(r"\d+(?:\.\d+)?(?:–\d+(?:\.\d+)?)? ?(?:s|%)(?!\w)", cache)
+    assert quoted
+    for number in quoted:
+        for value in number.replace("–", " ").rstrip("s%").split():
+            assert re.search(rf"(?<![\d.]){re.escape(value)} ?(s|%)", bench), f"{number} is not in bench/README.md"
