@@ -35,7 +35,7 @@ app = typer.Typer(
 )
 app.command()(trace_command.trace)
 
-_COMMANDS = ("check", "clean", "rule", "rules", "trace")
+_COMMANDS = ("check", "clean", "rule", "rules", "server", "trace")
 _TOP_LEVEL_OPTIONS = ("-h", "--help", "--version")
 
 
@@ -192,6 +192,16 @@ def clean(
     directory = cache_directory(settings, cache_dir)
     if remove_cache(directory):
         typer.echo(f"Removed cache at {directory}", err=True)
+
+
+@app.command()
+def server() -> None:
+    """Run the language server on standard input and output (for editors)."""
+    try:
+        from gpumem_lint.server import serve
+    except ImportError as error:
+        _fail(f"the language server needs pygls ({error.name} is missing): pip install '.[server]' in a clone")
+    serve()
 
 
 @app.command()
