@@ -4,14 +4,13 @@ Not `torch.autograd.graph.saved_tensors_hooks`: a saved tensor packed by a hook 
 under the tracer a program that fails with "one of the variables needed for gradient computation has been
 modified by an inplace operation" would silently compute wrong gradients instead. The tracker reads what the
 graph saved from each new node instead (`grad_fn._saved_*`), once the op that made it has returned, before the
-next op runs, and keeps a detached alias of each: it shares the saved tensor's memory and version counter but no
-graph, so the records never keep a node (and the activations behind it) alive.
+next op runs: the memory and the version of each saved tensor. No tensor is kept, so no record keeps memory alive.
 
-A saved tensor stays recorded while its node lives (a token in `node.metadata` tells) and until a backward
-starts (it consumes the graph). A write after which a recorded tensor's version is past the saved one is the
-write that autograd's check will refuse: reported at the writing line, with the line of the op that saved it.
-Autograd bumps the version only after the op has left the dispatch mode, so a write into saved memory is judged
-before the next op (or at the end of the run).
+A record lives while its node lives (a token in `node.metadata` tells) and until a backward starts (it consumes
+the graph). The dispatch mode sees a write before autograd bumps the target's version counter: a write whose
+target, on the same memory, is still at a saved tensor's version is the one autograd's check will refuse (the
+caller rules out tensors with a counter of their own on that memory, `.data` aliases). It is reported at the
+writing line, with the line of the op that saved it.
 """
 
 from __future__ import annotations
@@ -25,6 +24,8 @@ from gpumem_lint.trace.sites import Site
 
 _storage_id = getattr(torch._C, "_storage_id", None) or (lambda t: t.untyped_storage()._cdata)
 _TOKEN_KEY = "gpumem_lint.trace"
+#: Records of freed nodes are dropped after this many new ones.
+_SWEEP_EVERY = 4096
 
 
 class _NodeAlive:
@@ -35,33 +36,21 @@ class _NodeAlive:
 
 @dataclass(eq=False)
 class SavedTensor:
-    tensor: torch.Tensor | None  # shares the saved tensor's version counter; None once its node is gone
     version: int
-    op: str
+    op: str  # "aten::relu"
     site: Site | None
-
-
-@dataclass(frozen=True)
-class Write:
-    """A write into saved memory, judged once autograd has bumped the versions."""
-
-    storage: int
-    op: str
-    site: Site | None
-    #: The records of that memory alive at the write, each with its alias (kept even if the graph dies meanwhile).
-    saved: tuple[tuple[SavedTensor, torch.Tensor], ...]
+    node: weakref.ref  # to the node's token: dead once the node is freed
 
 
 class SavedTensors:
     def __init__(self) -> None:
         #: storage id -> what was saved in it.
         self._by_storage: dict[int, list[SavedTensor]] = {}
-        #: The weak references whose callbacks forget a node's records when the node is freed.
-        self._nodes: dict[int, weakref.ref] = {}
         #: Outputs of ops that may have saved tensors, read once the op has returned (autograd sets grad_fn then).
         self.fresh: list[tuple[object, str, Site | None]] = []
-        #: Writes into saved memory whose version bumps are still to be read.
-        self.writes: list[Write] = []
+        #: Ops whose nodes save no tensors (add, sum, views): their outputs need not be read.
+        self.saves_nothing: set[str] = set()
+        self._recorded = 0
 
     def __bool__(self) -> bool:
         return bool(self._by_storage)
@@ -71,74 +60,67 @@ class SavedTensors:
 
     def read_fresh(self) -> None:
         fresh, self.fresh = self.fresh, []
-        with _views_share_versions():
-            for out, op, site in fresh:
-                for tensor in out if isinstance(out, (list, tuple)) else (out,):
-                    if isinstance(tensor, torch.Tensor):
-                        self._read_node(tensor.grad_fn, op, site)
+        for out, op, site in fresh:
+            for tensor in out if isinstance(out, (list, tuple)) else (out,):
+                if isinstance(tensor, torch.Tensor):
+                    self._read_node(tensor.grad_fn, op, site)
 
     def _read_node(self, node, op: str, site: Site | None) -> None:
-        if node is None or _TOKEN_KEY in node.metadata:
-            return  # no graph, or a node already read through another of its outputs
-        token = node.metadata[_TOKEN_KEY] = _NodeAlive()
-        records = []
-        for tensor in _saved_tensors(node):
+        if node is None:
+            return
+        names = _saved_names(type(node))
+        if not names:
+            self.saves_nothing.add(op)
+            return
+        metadata = node.metadata
+        if _TOKEN_KEY in metadata:
+            return  # a node already read through another of its outputs
+        token = metadata[_TOKEN_KEY] = _NodeAlive()
+        alive = weakref.ref(token)
+        for tensor in _saved_tensors(node, names):
             try:
                 storage = _storage_id(tensor)
             except RuntimeError:  # no storage (meta, functional wrappers): nothing a write could reach
                 continue
-            record = SavedTensor(tensor.detach(), tensor._version, op, site)
-            records.append(record)
-            self._by_storage.setdefault(storage, []).append(record)
-        if not records:
-            return
-        self._nodes[id(token)] = weakref.ref(token, lambda _, key=id(token): self._node_freed(key, records))
+            self._by_storage.setdefault(storage, []).append(SavedTensor(tensor._version, op, site, alive))
+            self._recorded += 1
+        if self._recorded >= _SWEEP_EVERY:
+            self._sweep()
 
-    def _node_freed(self, key: int, records: list[SavedTensor]) -> None:
-        self._nodes.pop(key, None)
-        for record in records:
-            record.tensor = None  # the graph's memory is freed with the graph, never later
-
-    def holds(self, storage: int) -> bool:
-        return storage in self._by_storage
-
-    def written(self, storage: int, op: str, site: Site | None) -> None:
-        alive = tuple((r, r.tensor) for r in self._by_storage[storage] if r.tensor is not None)
-        self.writes.append(Write(storage, op, site, alive))
-
-    def overwrites(self) -> list[tuple[Write, SavedTensor]]:
-        """Each write since the last call with each saved tensor it moved past its saved version (each once)."""
-        writes, self.writes = self.writes, []
-        found = []
-        for write in writes:
-            overwritten = [record for record, alias in write.saved if alias._version > record.version]
-            found.extend((write, record) for record in overwritten)
-            records = self._by_storage.pop(write.storage, ())
-            kept = [r for r in records if r.tensor is not None and not any(r is o for o in overwritten)]
+    def _sweep(self) -> None:
+        self._recorded = 0
+        live = {}
+        for storage, records in self._by_storage.items():
+            kept = [record for record in records if record.node() is not None]
             if kept:
-                self._by_storage[write.storage] = kept
+                live[storage] = kept
+        self._by_storage = live
+
+    def overwritten(self, storage: int, version: int) -> list[SavedTensor]:
+        """A write into `storage` through a tensor at `version` is about to bump that version counter: the saved
+        tensors it overwrites (each reported once)."""
+        records = self._by_storage.get(storage)
+        if not records:
+            return []
+        found, kept = [], []
+        for record in records:
+            if record.node() is None:
+                continue
+            (found if record.version == version else kept).append(record)
+        if kept:
+            self._by_storage[storage] = kept
+        else:
+            del self._by_storage[storage]
         return found
 
     def backward_started(self) -> None:
-        """A backward consumes the graph: what it saved is released, so later writes cannot break it (and the
-        records must not keep that memory alive either)."""
-        for records in self._by_storage.values():
-            for record in records:
-                record.tensor = None
+        """A backward consumes the graph: what it saved is released, so later writes cannot break it."""
         self._by_storage.clear()
-        self._nodes.clear()
 
 
-def _views_share_versions():
-    """Inside the dispatch mode ADInplaceOrView is excluded, and `detach()` there makes a tensor with a version
-    counter of its own: let the key run again, so the alias counts the saved tensor's writes."""
-    excluded = torch._C._dispatch_tls_local_exclude_set().remove(torch._C.DispatchKey.ADInplaceOrView)
-    return torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), excluded)
-
-
-def _saved_tensors(node):
+def _saved_tensors(node, names: tuple[str, ...]):
     """The tensors a node saved (each unpacked: a new tensor object on the same memory and version counter)."""
-    for name in _saved_names(type(node)):
+    for name in names:
         try:
             value = getattr(node, name)
         except RuntimeError:  # already released, or modified by a write the tracer did not see

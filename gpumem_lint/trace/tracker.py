@@ -13,6 +13,7 @@ Hazard families and when they are confirmed:
   are never reported alone (a view that sees its base's updates is usually the point of the view).
 - GML101: a write through `.data` (which autograd cannot see) that the next backward reads before any forward op
   has read the new values.
+- GML109: an in-place write on a tensor a live graph saved for backward, at its saved version (saved.py).
 - GML106: a tensor made by `torch.from_numpy` read after its array was rewritten, while a newer tensor made from
   the same array is alive (the code wrapped it again, so it meant each wrap as a separate copy).
 - GML201: an in-place write to a storage after it was sent to another process (and not made shareable on
@@ -175,8 +176,6 @@ class Tracker:
             self.stop("--max-seconds")
             return None
         saved = self.saved
-        if saved.writes:
-            self._report_overwrites()
         if saved.fresh:
             saved.read_fresh()
         if saved and _in_backward() is not None:
@@ -184,7 +183,7 @@ class Tracker:
         info = op_info(func)
         if self.pending or self.data_writes or self.watched:
             self._check_reads(info, args, kwargs)
-        saving = _grad_enabled() and _needs_grad(args)
+        saving = info.name not in saved.saves_nothing and _grad_enabled() and _needs_grad(args)
         return None if info.kind == OTHER and not saving else (info, saving)
 
     def after(self, step, args, kwargs, out) -> None:
@@ -194,7 +193,7 @@ class Tracker:
         elif info.kind == WRITE:
             self._on_write(info, args, kwargs)
         if saving:
-            self.saved.op_returned(out, _short(info.name), self.sites.user_site())
+            self.saved.op_returned(out, info.name, self.sites.user_site())
 
     def stop(self, option: str) -> None:
         """Sampling limit reached: the program goes on untraced."""
@@ -203,7 +202,6 @@ class Tracker:
 
     def finish(self) -> None:
         """The run is over: judge what needs the whole run (once)."""
-        self._report_overwrites()
         empty_cache_steps, self.empty_cache_steps = self.empty_cache_steps, {}
         for site, steps in empty_cache_steps.items():
             first = min(steps)
@@ -298,10 +296,9 @@ class Tracker:
         except RuntimeError:
             return
         site = None
-        if self.saved.holds(storage):
+        if self.saved and not self._made_by_data(target):
             # Even torch's own writes (load_state_dict's) count here: autograd's version check will refuse them.
-            site = self.sites.user_site()
-            self.saved.written(storage, _short(info.name), site)
+            site = self._saved_overwritten(info, self.saved.overwritten(storage, target._version))
         if self.machinery_depth:
             return
         if self.numpy_wraps:
@@ -339,18 +336,36 @@ class Tracker:
             site = site or self.sites.user_site()
             self.data_writes.remember(target, DataWrite(_short(info.name), site, own.site))
 
-    def _report_overwrites(self) -> None:
-        for write, saved in self.saved.overwrites():
+    def _saved_overwritten(self, info, overwritten) -> Site | None:
+        if not overwritten:
+            return None
+        site = self.sites.user_site()
+        for saved in overwritten:
+            saver = _short(saved.op)
             self.log.add(
                 Finding(
                     CODES["saved-write"],
-                    f"in-place `{write.op}` overwrote a tensor that `{saved.op}` saved for its backward, "
-                    "while that graph is alive: backward will fail (\"one of the variables needed for gradient "
-                    'computation has been modified by an inplace operation")',
-                    write.site,
-                    [(f"saved by `{saved.op}` for its backward", saved.site)],
+                    f"in-place `{_short(info.name)}` overwrote a tensor that `{saver}` saved for its backward, while "
+                    "that graph is alive: backward will fail (\"one of the variables needed for gradient computation "
+                    'has been modified by an inplace operation")',
+                    site,
+                    [(f"saved by `{saver}` for its backward", saved.site)],
                 )
             )
+        return site
+
+    def _made_by_data(self, tensor) -> bool:
+        """A `.data` alias, or a view of one: its version counter is its own, so no saved tensor sees its writes."""
+        alias = self.by_id.get(id(tensor))
+        if alias is None or alias.ref() is not tensor:
+            return False
+        for _ in range(_ANCESTRY_LIMIT):
+            if alias.kind == "data":
+                return True
+            alias = self.by_id.get(alias.parent)
+            if alias is None or alias.ref() is None:
+                return False
+        return False
 
     def _stale_aliases(self, info, target, storage: int, aliases: list[Alias]) -> Site | None:
         site = None
