@@ -24,6 +24,7 @@ _VALUED = (
     "--select",
     "--extend-select",
     "--ignore",
+    "--nproc-per-node",
 )
 
 
@@ -75,6 +76,10 @@ def trace(
         bool, typer.Option("--no-static", help="Skip the static pass and its cross-reference.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the findings, no summary.")] = False,
+    nproc_per_node: Annotated[
+        Optional[int],
+        typer.Option(min=1, help="Run the program on this many ranks under torchrun, each traced; one report."),
+    ] = None,
 ) -> None:
     """Run a script under the storage tracer and report the hazards that happened (needs torch)."""
     from gpumem_lint.trace.command import TraceOptions, UsageError, run_trace
@@ -97,6 +102,7 @@ def trace(
         ),
         static=not no_static,
         quiet=quiet,
+        nproc_per_node=nproc_per_node,
     )
     try:
         run_trace(options)

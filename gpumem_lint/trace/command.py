@@ -2,7 +2,8 @@
 
 The program's stdout is left alone: the report goes to stderr after the program has finished (or to
 `--output-file`). Exit code: the program's own when it is not 0; else 1 when a hazard was observed; else 0.
-An uncaught KeyboardInterrupt ends the process by SIGINT, as it does under python.
+An uncaught KeyboardInterrupt ends the process by SIGINT, as it does under python. With `--nproc-per-node`
+the command starts torchrun, whose ranks each run this command and leave their observation to it (ranks.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class TraceOptions:
     overrides: CliOverrides
     static: bool = True
     quiet: bool = False
+    nproc_per_node: int | None = None
 
 
 class UsageError(Exception):
@@ -48,16 +50,29 @@ def run_trace(options: TraceOptions) -> None:
         _check_readable(options.script)
     if options.output_file is not None:
         _check_writable(options.output_file)
+    if options.nproc_per_node is not None:
+        _run_ranks(options)
     from gpumem_lint.trace import launcher
+    from gpumem_lint.trace.ranks import rank_folder, write_rank_observation
     from gpumem_lint.trace.session import Session
 
     records = Path(tempfile.mkdtemp(prefix="gpumem-lint-trace-"))
     session = Session(records, max_ops=options.max_ops, max_seconds=options.max_seconds)
+    ranks = rank_folder()
+
+    def finish() -> bool:
+        """Report (or, in a rank, leave the observation for the command that started torchrun)."""
+        session.stop()
+        script = _script_path(options)
+        observation = session.observation(script)
+        shutil.rmtree(records, ignore_errors=True)
+        if ranks is not None:
+            write_rank_observation(ranks, observation)
+            return False  # a rank exits with the program's code: the command decides
+        return _report(observation, options, script)
 
     def report_at_os_exit(code: int) -> int:
-        session.stop()
-        observed = _report(session, options)
-        shutil.rmtree(records, ignore_errors=True)
+        observed = finish()
         sys.stderr.flush()  # not stdout: what the program left unflushed is lost, as under python
         return code or (1 if observed else 0)
 
@@ -72,9 +87,7 @@ def run_trace(options: TraceOptions) -> None:
         # A child forked by the program that returned instead of exiting: it leaves records, no report.
         session.write_child_records()
         sys.exit(outcome.exit_code)
-    session.stop()
-    observed = _report(session, options)
-    shutil.rmtree(records, ignore_errors=True)
+    observed = finish()
     sys.stdout.flush()
     sys.stderr.flush()
     if outcome.interrupted:
@@ -83,26 +96,41 @@ def run_trace(options: TraceOptions) -> None:
     sys.exit(outcome.exit_code or (1 if observed else 0))
 
 
-def _report(session, options: TraceOptions) -> bool:
-    """Write the report; whether any hazard was observed. A failure here is ours: say so, keep the exit code."""
+def _run_ranks(options: TraceOptions) -> None:
+    """`--nproc-per-node`: torchrun runs the program traced on each rank; one report of them all. Never returns."""
+    from gpumem_lint.trace.ranks import run_ranks
+
+    limits = [
+        *(["--max-ops", str(options.max_ops)] if options.max_ops is not None else []),
+        *(["--max-seconds", str(options.max_seconds)] if options.max_seconds is not None else []),
+    ]
+    program = ["-m", options.module] if options.module is not None else [options.script]
+    with tempfile.TemporaryDirectory(prefix="gpumem-lint-ranks-") as folder:
+        code, observation = run_ranks(options.nproc_per_node, [*limits, *program, *options.args], Path(folder))
+    observed = _report(observation, options, options.script)
+    sys.exit(code or (1 if observed else 0))
+
+
+def _report(observation, options: TraceOptions, script: str | None) -> bool:
+    """Write the report; whether any hazard was observed. A failure here is ours: say so, keep the exit code.
+    `script` decides which configuration applies (the current directory's without one)."""
     try:
         from gpumem_lint.config import load_settings
         from gpumem_lint.selection import RuleSelection
-        from gpumem_lint.trace.crossref import cross_reference, executed_first_party_files, static_findings
+        from gpumem_lint.trace.crossref import cross_reference, static_findings
 
-        script = _script_path(options)
         selected = frozenset(RuleSelection.from_settings(load_settings([script or "."], options.overrides)).codes)
         static = []
         if options.static:
-            static = static_findings(executed_first_party_files(script, session.sites), options.overrides)
+            static = static_findings([Path(file) for file in observation.files], options.overrides)
         diagnostics = cross_reference(
-            session.findings(),
-            session.evidence,
+            observation.findings,
+            observation.evidence,
             static,
-            session.sites.seen,
+            observation.seen,
             selected,
             static_checked=options.static,
-            stopped_by=session.tracker.stopped_by if session.tracker else None,
+            stopped_by=observation.stopped_by,
         )
         console_options = {"soft_wrap": True, "markup": False, "emoji": False, "highlight": False}
         if options.output_file is not None:

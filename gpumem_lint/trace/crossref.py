@@ -8,14 +8,14 @@
 - `check` / `not-reached`: a static finding whose line never showed up at run time.
 - `check` / `not-traced`: tracing stopped (`--max-ops`, `--max-seconds`) before the run could show either.
 Repeats are one finding with a count: every run-time finding of one static finding, of one line and code.
-The static pass covers the script and every first-party module that was imported while it ran.
+The static pass covers the script and every first-party module that was imported while it ran
+(sites.executed_first_party_files).
 """
 
 from __future__ import annotations
 
 import ast
 import os
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -29,7 +29,7 @@ from gpumem_lint.selection import RuleSelection
 from gpumem_lint.source import decode_source
 from gpumem_lint.trace.codes import FALLBACK_RULES
 from gpumem_lint.trace.findings import FAILED_HERE, Finding
-from gpumem_lint.trace.sites import Site, SiteFinder, display_path
+from gpumem_lint.trace.sites import Site, display_path
 
 CONFIRMED = "confirmed"
 RUNTIME_ONLY = "runtime-only"
@@ -45,16 +45,6 @@ _PREFIX = {
     REACHED: "not observed at run time (the line ran): ",
     NOT_REACHED: "not reached at run time: ",
 }
-
-
-def executed_first_party_files(script: str | None, sites: SiteFinder) -> list[Path]:
-    """The script and the imported modules that are the user's own code (not stdlib, packages, torch)."""
-    files = {Path(script).resolve()} if script else set()
-    for module in list(sys.modules.values()):
-        filename = getattr(module, "__file__", None)
-        if filename and filename.endswith(".py") and sites.is_user_file(filename):
-            files.add(Path(filename).resolve())
-    return sorted(path for path in files if path.is_file())
 
 
 def static_findings(files: Sequence[Path], overrides: CliOverrides) -> list[Diagnostic]:
@@ -210,6 +200,8 @@ def _story(finding: Finding) -> str:
         parts.append(f"{finding.count} times")
     if finding.pid is not None:
         parts.append(f"in child process {finding.pid}")
+    if finding.ranks:
+        parts.append(f"on rank{'s' if len(finding.ranks) > 1 else ''} {', '.join(map(str, finding.ranks))}")
     return f" [{'; '.join(parts)}]" if parts else ""
 
 

@@ -5,7 +5,7 @@ Findings are plain data so that child processes can send theirs back as JSON.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpumem_lint.trace.sites import Site
 
@@ -26,6 +26,8 @@ class Finding:
     #: Read from the exception the program died of: it proves the hazard happened, wherever the static check
     #: put its line (a sender's `put` in a child explains the receiver's failure in the parent).
     crash: bool = False
+    #: The torchrun ranks it was observed on (`trace --nproc-per-node`); empty for a single process.
+    ranks: tuple[int, ...] = ()
 
     @property
     def key(self) -> tuple:
@@ -41,6 +43,7 @@ class Finding:
             "pid": self.pid,
             "same_as": list(self.same_as),
             "crash": self.crash,
+            "ranks": list(self.ranks),
         }
 
     @classmethod
@@ -54,6 +57,7 @@ class Finding:
             pid=value["pid"],
             same_as=tuple(value["same_as"]),
             crash=value["crash"],
+            ranks=tuple(value["ranks"]),
         )
 
 
@@ -73,6 +77,7 @@ class FindingLog:
             self._by_key[finding.key] = finding
         else:
             existing.count += finding.count
+            existing.ranks = tuple(sorted({*existing.ranks, *finding.ranks}))
 
     def add_evidence_of_crash(self, crash: Finding) -> None:
         """The exception the program died of: it completes the story of a finding of its code already seen
@@ -95,3 +100,51 @@ class FindingLog:
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+
+@dataclass
+class Observation:
+    """What one traced process (with its children) saw, as the report needs it; ranks send theirs as JSON."""
+
+    findings: list[Finding]
+    evidence: list[Finding]
+    #: Every user line an op or event was seen at (the cross-reference's "reached").
+    seen: set[tuple[str, int]]
+    #: The first-party files that ran: what the static pass lints.
+    files: list[str]
+    #: The option that ended tracing early, if one did.
+    stopped_by: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "findings": [finding.to_json() for finding in self.findings],
+            "evidence": [finding.to_json() for finding in self.evidence],
+            "seen": sorted([path, line] for path, line in self.seen),
+            "files": self.files,
+            "stopped_by": self.stopped_by,
+        }
+
+    @classmethod
+    def from_json(cls, value: dict) -> Observation:
+        return cls(
+            findings=[Finding.from_json(item) for item in value["findings"]],
+            evidence=[Finding.from_json(item) for item in value["evidence"]],
+            seen={(path, line) for path, line in value["seen"]},
+            files=value["files"],
+            stopped_by=value["stopped_by"],
+        )
+
+    @classmethod
+    def merged(cls, parts: list[tuple[int, Observation]]) -> Observation:
+        """One observation of several ranks: a finding seen on several is one finding with their ranks."""
+        findings, evidence = FindingLog(), FindingLog()
+        for rank, part in parts:
+            findings.extend(replace(finding, ranks=(rank,)) for finding in part.findings)
+            evidence.extend(replace(finding, ranks=(rank,)) for finding in part.evidence)
+        return cls(
+            findings=list(findings),
+            evidence=list(evidence),
+            seen=set().union(*(part.seen for _, part in parts)),
+            files=sorted({file for _, part in parts for file in part.files}),
+            stopped_by=next((part.stopped_by for _, part in parts if part.stopped_by), None),
+        )

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from gpumem_lint.trace.environment import Environment
-from gpumem_lint.trace.findings import Finding, FindingLog
-from gpumem_lint.trace.sites import SiteFinder
+from gpumem_lint.trace.findings import Finding, FindingLog, Observation
+from gpumem_lint.trace.sites import SiteFinder, executed_first_party_files
 
 
 class Session:
@@ -111,6 +111,16 @@ class Session:
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # a child killed while writing: its records are lost, the rest are not
         return list(merged)
+
+    def observation(self, script: str | None) -> Observation:
+        """What this process and its children observed (after `stop()`)."""
+        return Observation(
+            findings=self.findings(),
+            evidence=list(self.evidence),
+            seen=set(self.sites.seen),
+            files=[str(path) for path in executed_first_party_files(script, self.sites)],
+            stopped_by=self.tracker.stopped_by if self.tracker else None,
+        )
 
     def write_child_records(self) -> None:
         """In a child process: leave this process's findings for the parent."""

@@ -73,3 +73,13 @@ class SiteFinder:
                 return Site(*key)
             frame = frame.f_back
         return None
+
+
+def executed_first_party_files(script: str | None, sites: SiteFinder) -> list[Path]:
+    """The script and the imported modules that are the user's own code (not stdlib, packages, torch)."""
+    files = {Path(script).resolve()} if script else set()
+    for module in list(sys.modules.values()):
+        filename = getattr(module, "__file__", None)
+        if filename and filename.endswith(".py") and sites.is_user_file(filename):
+            files.add(Path(filename).resolve())
+    return sorted(path for path in files if path.is_file())
