@@ -232,7 +232,12 @@ y.sum().backward()
 
 def _op_text(ctx: FileContext, saving: Saving) -> str:
     """The op as the user spelled it: `F.softmax`, `self.fc`, `*`."""
-    return ctx.code(saving.node.func) if isinstance(saving.node, cst.Call) else saving.op
+    if not isinstance(saving.node, cst.Call):
+        return saving.op
+    func = saving.node.func
+    if isinstance(func, cst.Attribute) and not isinstance(func.value, (cst.Name, cst.Attribute)):
+        return f".{func.attr.value}()"  # `self.encoder(x).exp()` -> `.exp()`
+    return ctx.code(func)
 
 
 def _runs_backward(facts: ScopeFacts) -> bool:

@@ -193,6 +193,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
 
     def _small(self, node: cst.BaseSmallStatement, state: State) -> State:
         self._born.clear()
+        self._saved_now.clear()
         if isinstance(node, cst.Assign):
             value = self._eval(node.value, state)
             for target in node.targets:
@@ -430,10 +431,13 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 state.retired |= older
 
     def _forget_history(self, handles: frozenset[Handle], state: State) -> None:
-        """A handle made again by this statement has seen no write yet."""
+        """A handle made again by this statement has seen no write yet, and new memory was kept by
+        no op (a loop allocates it anew in every pass)."""
         for handle in handles & self._born:
             state.stale.pop(handle, None)
             state.hidden.pop(handle, None)
+            if state.saved and handle.kind is AliasKind.OWN and handle.storage.origin == "fresh":
+                self._forget_savings(handle.storage, state)
 
     def _bind_fresh_name(self, name: str, node: cst.CSTNode, state: State) -> None:
         self._assign_place(name, frozenset({self._fresh(node, name, EMPTY)}), state)

@@ -130,8 +130,8 @@ class GradSemantics:
             grad = max((h.grad for value in inputs for h in value.handles), default=Grad.UNKNOWN)
             if callee is not None and self._has_parameters(callee):
                 grad = Grad.YES
-            elif self.scope.trains and grad < Grad.MAY and not (qualified or "").startswith(("torch.", "numpy.")):
-                grad = Grad.MAY  # what a training step computes with its model
+            elif self.scope.trains and grad < Grad.MAY and _is_parameter(callee):
+                grad = Grad.MAY  # `model(x)` in a function that trains the model it was passed
         for handle in fresh:
             handle.grad = max(handle.grad, grad) if handle.grad is not Grad.UNKNOWN else grad
 
@@ -164,6 +164,15 @@ class GradSemantics:
         if name is not None and "." not in name and classes is not None and classes.is_module_class(name):
             return name
         return None
+
+
+def _is_parameter(callee: Value | None) -> bool:
+    """The callee is one of the function's parameters, itself (not an attribute or a method of one)."""
+    return (
+        callee is not None
+        and bool(callee.handles)
+        and all(h.storage.origin == "param" and h.kind is AliasKind.OWN and h.base is None for h in callee.handles)
+    )
 
 
 def _keyword_is(node: cst.Call, keyword: str, value: str) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from gpumem_lint.knowledge.autograd import SavedTensors, saved_for_backward
-from gpumem_lint.semantic.values import AliasKind, Grad, State, Value, Write
+from gpumem_lint.semantic.values import AliasKind, Grad, State, Storage, Value, Write
 
 #: Operators by libcst node type, as the table names them.
 _OPERATORS = {
@@ -54,6 +54,8 @@ class SavedWrite:
 class SavedSemantics:
     def _init_saved(self) -> None:
         self.saved_writes: dict[tuple[int, int], SavedWrite] = {}
+        self._savings: dict[tuple[int, str], Saving] = {}
+        self._saved_now: dict[Storage, set[Saving]] = {}  # kept by the statement being analysed
 
     # ---------------------------------------------------------- recording
 
@@ -80,13 +82,16 @@ class SavedSemantics:
                 inputs = dict(zip(saved.arguments, positional))
                 self._keep(node, module.removeprefix("torch."), saved, inputs, result, state, parameters=True)
             return
-        name = _op_name(node, qualified, receiver)
+        name = _op_name(node, qualified, receiver, self.k.tensor_only_methods)
         if name is None:
             return
         literal = any(isinstance(arg.value, _NUMBERS) for arg in node.args if arg.keyword is None)
-        inplace = any(arg.keyword is not None and arg.keyword.value == "inplace" for arg in node.args)
+        inplace = "inplace" in keywords
+        # `x.max(dim=1)`, `torch.max(x, 1)`: the reduction along a dimension, which keeps only its indices.
+        along = "dim" in keywords or (receiver is not None and bool(positional)) or len(positional) > 1
         saved = (
             (inplace and table.ops.get(name + ".inplace"))
+            or (along and table.ops.get(name + ".dim"))
             or (literal and table.ops.get(name + ".Scalar"))
             or table.ops.get(name)
         )
@@ -135,10 +140,11 @@ class SavedSemantics:
                 kept = inputs[item]
             else:
                 continue  # a module's weight, an internal buffer, a second output
-            saving = Saving(node, op, item)
+            saving = self._savings.setdefault((id(node), item), Saving(node, op, item))  # one per loop pass
             for handle in kept.handles:
                 if handle.role is None:
                     state.saved[handle.storage] = state.saved.get(handle.storage, frozenset()) | {saving}
+                    self._saved_now.setdefault(handle.storage, set()).add(saving)
 
     # ------------------------------------------------------------ checking
 
@@ -151,6 +157,14 @@ class SavedSemantics:
                 for saving in savings:
                     if saving.node is not write.node:  # `x.relu_()` keeps what it wrote
                         self.saved_writes.setdefault((id(write), id(saving)), SavedWrite(write, saving))
+
+    def _forget_savings(self, storage: Storage, state: State) -> None:
+        """Memory allocated anew (a loop's next pass): only what this statement kept keeps it."""
+        now = self._saved_now.get(storage)
+        if now:
+            state.saved[storage] = frozenset(now)
+        else:
+            state.saved.pop(storage, None)
 
     def _free_graph(self, state: State) -> None:
         """`backward()` frees the graph: what it kept no longer matters."""
@@ -171,12 +185,14 @@ def _module_class(callee: Value | None) -> str | None:
     return module if module is not None and module.startswith("torch.nn.") else None
 
 
-def _op_name(node: cst.Call, qualified: str | None, receiver: Value | None) -> str | None:
+def _op_name(node: cst.Call, qualified: str | None, receiver: Value | None, tensor_methods) -> str | None:
     if qualified is not None and qualified.startswith("torch."):
         return qualified
-    if receiver is not None and receiver.tensor and isinstance(node.func, cst.Attribute):
-        return "torch.Tensor." + node.func.attr.value
-    return None
+    if receiver is None or receiver.ndarray or not isinstance(node.func, cst.Attribute):
+        return None
+    method = node.func.attr.value
+    # A method only tensors have is evidence enough: `self.encoder(x).exp()`.
+    return "torch.Tensor." + method if receiver.tensor or method in tensor_methods else None
 
 
 def _right_operand(node: cst.CSTNode) -> cst.CSTNode | None:
