@@ -3,6 +3,10 @@
     python bench/trace_overhead.py --workload mlp                  # CPU: MLP 256-512-512-10, batch 64, Adam
     python bench/trace_overhead.py --workload mlp --threads 1      # steadier on a shared machine
     python bench/trace_overhead.py --workload resnet50 --device cuda  # ResNet-50-shaped net, batch 64, SGD
+    python bench/trace_overhead.py --workload torchvision --device cuda  # a real training step (below)
+
+`torchvision` is what users run: torchvision's ResNet-50, bf16 autocast, channels_last, GradScaler, and batches
+from a 2-worker DataLoader (uint8 images in pinned memory, made float on the GPU), SGD with momentum.
 
 Each configuration runs in its own process: plain `python`, under an empty dispatch mode (the floor any
 dispatch-mode tracer pays), and under `gpumem-lint trace --no-static`. The workload prints its median step time
@@ -87,6 +91,57 @@ def resnet50():
     return nn.Sequential(*layers)
 
 
+class Images:
+    """A DataLoader's dataset of uint8 images, as decoded JPEGs arrive (module level: workers pickle it)."""
+
+    def __init__(self, count: int) -> None:
+        import torch
+
+        generator = torch.Generator().manual_seed(0)
+        self.images = torch.randint(0, 256, (count, 3, 224, 224), dtype=torch.uint8, generator=generator)
+        self.labels = torch.randint(0, 1000, (count,), generator=generator)
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, index: int):
+        return self.images[index], self.labels[index]
+
+
+def real_step(device: str):
+    """torchvision's ResNet-50 as it is trained: autocast, channels_last, GradScaler, a worker DataLoader."""
+    import torch
+    import torchvision
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50().to(device, memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    scaler = torch.amp.GradScaler(device)
+    loader = torch.utils.data.DataLoader(
+        Images(512), batch_size=64, num_workers=2, pin_memory=True, persistent_workers=True, drop_last=True
+    )
+    batches = iter(())
+
+    def step():
+        nonlocal batches
+        try:
+            images, labels = next(batches)
+        except StopIteration:
+            batches = iter(loader)
+            images, labels = next(batches)
+        images = images.to(device, non_blocking=True).to(memory_format=torch.channels_last).float().div_(255)
+        labels = labels.to(device, non_blocking=True)
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device, dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(model(images), labels)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+
+    return step
+
+
 def workload(args) -> None:
     """The timed program (run as a child): prints {"ms": median ms/step, "ops": operators per step}."""
     import torch
@@ -94,14 +149,17 @@ def workload(args) -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    model, inputs, targets, optimizer = build(args.workload, args.device)
     synchronize = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    if args.workload == "torchvision":
+        step = real_step(args.device)
+    else:
+        model, inputs, targets, optimizer = build(args.workload, args.device)
 
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        loss = nn.functional.cross_entropy(model(inputs), targets)
-        loss.backward()
-        optimizer.step()
+        def step():
+            optimizer.zero_grad(set_to_none=True)
+            loss = nn.functional.cross_entropy(model(inputs), targets)
+            loss.backward()
+            optimizer.step()
 
     counter = None
     if args.mode == "empty-mode":
@@ -189,7 +247,7 @@ def measure(args) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", nargs="?", default="measure", choices=["measure", "run"])
-    parser.add_argument("--workload", choices=["mlp", "resnet50"], default="mlp")
+    parser.add_argument("--workload", choices=["mlp", "resnet50", "torchvision"], default="mlp")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
