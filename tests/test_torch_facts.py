@@ -131,3 +131,26 @@ def test_f22_iterating_a_tensor_unbinds_it():
     with pytest.raises(RuntimeError, match="Output 0 of Unbind is a view and is being modified inplace"):
         for row in scores:
             row.clamp_(min=0)
+
+
+def test_f23_numpy_full_integer_index_is_a_scalar_copy_torch_a_view():
+    a = np.zeros(3)
+    element = a[1]
+    a[1] = 5.0
+    assert element == 0.0  # numpy: a scalar copy
+    rows = np.zeros((2, 3))
+    row = rows[1]
+    rows[1, 0] = 5.0
+    assert row[0] == 5.0  # fewer integers than dimensions: a view
+    t = torch.zeros(3)
+    view = t[1]
+    t[1] = 5.0
+    assert view.item() == 5.0  # torch: a 0-d view
+
+
+def test_f23_split_outputs_are_disjoint():
+    qkv = torch.zeros(2, 6)
+    q, k, v = qkv.split(2, dim=1)
+    q.add_(1.0)
+    assert k.abs().sum().item() == 0.0 and v.abs().sum().item() == 0.0
+    assert qkv[:, :2].sum().item() == 4.0  # the base sees the write

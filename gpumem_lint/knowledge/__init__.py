@@ -66,6 +66,8 @@ class Knowledge:
     module_parameters: dict[str, frozenset[str]]  # "torch.nn.Linear" -> {"weight", "bias"}
     module_buffers: dict[str, frozenset[str]]
     grad_mode_setters: frozenset[str]
+    shape_constructors: frozenset[str]
+    one_dimensional: frozenset[str]
 
     @cached_property
     def tensor_only_methods(self) -> frozenset[str]:
@@ -159,4 +161,6 @@ def knowledge() -> Knowledge:
         module_parameters={f"torch.nn.{name}": _set(m.get("parameters", ())) for name, m in modules.items()},
         module_buffers={f"torch.nn.{name}": _set(m.get("buffers", ())) for name, m in modules.items()},
         grad_mode_setters=_set(hand["no_grad_contexts"]["setters"]),
+        shape_constructors=_set(hand["indexing"]["shape_constructors"]),
+        one_dimensional=_set(hand["indexing"]["one_dimensional"]),
     )

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from gpumem_lint.semantic.imports import dotted_name, place_prefixes
+from gpumem_lint.semantic.indexing import constructed_ndim
 from gpumem_lint.semantic.values import EMPTY, AliasKind, Grad, Role, State, Storage, Value
 from gpumem_lint.semantic.walk import Walker
 
@@ -62,6 +63,10 @@ class CallSemantics:
         result = self._call_result(node, func, name, qualified, receiver, args, state)
         self._call_grad(node, result, callee, [receiver, *args] if receiver is not None else args, qualified)
         self._save_call(node, qualified, receiver, args, callee, result, state)
+        ndim = constructed_ndim(node, qualified, self.k) if qualified is not None else None
+        if ndim is not None:
+            for handle in result.handles:
+                handle.ndim = ndim
         return result
 
     def _call_result(

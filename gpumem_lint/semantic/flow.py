@@ -23,6 +23,7 @@ from gpumem_lint.semantic.calls import CallSemantics, Mutator
 from gpumem_lint.semantic.grad import GradSemantics
 from gpumem_lint.semantic.saved import SavedSemantics, SavedWrite
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
+from gpumem_lint.semantic.indexing import gives_scalar, integer_count
 from gpumem_lint.semantic.processes import ProcessFacts, ProcessSemantics
 from gpumem_lint.semantic.scopes import Scope
 from gpumem_lint.semantic.values import (
@@ -330,7 +331,12 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             self._bind_pairwise(elements, sources, state)
             return
         for position, element in enumerate(elements):
-            if value.container or value.kinds - {AliasKind.OWN}:
+            if AliasKind.MULTI_VIEW in value.kinds and not value.container:
+                # `q, k, v = qkv.split(d, -1)`: disjoint parts of one tensor; a write to one
+                # does not change the others.
+                part = self._alias(value, element.value, AliasKind.MULTI_VIEW, partial=True, index=f"<{position}>")
+                self._bind(element.value, part, made_by, state)
+            elif value.container or value.kinds - {AliasKind.OWN}:
                 self._bind(element.value, value.elements(), made_by, state)
             elif value.tensor and not isinstance(made_by, cst.Call):  # a tensor unpacks as `unbind` does
                 self._bind(element.value, self._alias(value, made_by, AliasKind.MULTI_VIEW, partial=True), made_by, state)
@@ -608,6 +614,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         if self._is_array(base):
             if advanced:  # `x[mask]`, `x[idx_tensor]`, `x[[0, 2]]`: a copy
                 return self._fresh_value(node, tensor=base.tensor, ndarray=base.ndarray)
+            if base.ndarray and not base.tensor and gives_scalar({h.ndim for h in base.handles}, integer_count(node)):
+                return self._fresh_value(node)  # numpy's `a[i]` on a 1-D array: a scalar
             partial, index = self._index_extent(node)
             return self._alias(base, node, AliasKind.VIEW, partial=partial, index=index)
         return self._elements_of(base, node)  # `batch["x"]`, `items[i]`: one of what it holds

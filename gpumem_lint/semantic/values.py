@@ -86,6 +86,7 @@ class Handle:
     grad: Grad = Grad.UNKNOWN
     leaf: bool = False  # a leaf of autograd's graph: a Parameter, a `requires_grad=True` factory
     module: str | None = None  # an nn.Module: its class ("torch.nn.Linear" or a class of this file)
+    ndim: int | None = None  # the number of dimensions, where the constructor says
 
     def grad_leaf(self) -> Handle | None:
         """The leaf requiring grad that this handle is, or is a view of (not through
