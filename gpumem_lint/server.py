@@ -3,7 +3,9 @@
 Diagnostics on open, change and save come from the same engine, configuration and cache as
 `gpumem-lint check`, for the text in the editor; each finding offers its fix (when the rule has
 one) and a "suppress with `# noqa: CODE`" action as quick fixes, and hovering over it shows the
-rule's page. Positions are converted to the client's units (UTF-16 by default).
+rule's page. Positions are converted to the client's units (UTF-16 by default). A notebook's code
+cells are linted together, in order, as `gpumem-lint check` lints an `.ipynb`, and each cell gets
+its own findings.
 """
 
 from __future__ import annotations
@@ -27,7 +29,13 @@ from gpumem_lint.selection import RuleSelection
 
 SOURCE = "gpumem-lint"
 
-server = LanguageServer("gpumem-lint", __version__)
+server = LanguageServer(
+    "gpumem-lint",
+    __version__,
+    notebook_document_sync=types.NotebookDocumentSyncOptions(
+        notebook_selector=[types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage("python")])]
+    ),
+)
 #: The findings last published for each open document, by URI: what code actions and hovers answer from.
 findings: dict[str, list[Diagnostic]] = {}
 
@@ -51,6 +59,21 @@ def did_save(ls: LanguageServer, params: types.DidSaveTextDocumentParams) -> Non
 def did_close(ls: LanguageServer, params: types.DidCloseTextDocumentParams) -> None:
     findings.pop(params.text_document.uri, None)
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+def notebook_did_open(ls: LanguageServer, params: types.DidOpenNotebookDocumentParams) -> None:
+    publish_notebook(ls, params.notebook_document.uri)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+def notebook_did_change(ls: LanguageServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    publish_notebook(ls, params.notebook_document.uri)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+def notebook_did_save(ls: LanguageServer, params: types.DidSaveNotebookDocumentParams) -> None:
+    publish_notebook(ls, params.notebook_document.uri)
 
 
 @server.feature(
@@ -91,18 +114,40 @@ def hover(ls: LanguageServer, params: types.HoverParams) -> types.Hover | None:
 
 def publish(ls: LanguageServer, uri: str) -> None:
     document = ls.workspace.get_text_document(uri)
-    found = lint_document(document)
-    findings[uri] = found
+    _show(ls, document, lint_text(_path(uri), document.source))
+
+
+def publish_notebook(ls: LanguageServer, uri: str) -> None:
+    """Lint the code cells as one program and give each cell its findings."""
+    from gpumem_lint.notebook import Cell, Notebook, mask, to_cells
+
+    notebook = ls.workspace.get_notebook_document(notebook_uri=uri)
+    if notebook is None:
+        return
+    cells, documents = [], {}
+    for position, cell in enumerate(notebook.cells):
+        if cell.kind is types.NotebookCellKind.Code:
+            document = ls.workspace.get_text_document(cell.document)
+            source = document.source if document.source.endswith("\n") else document.source + "\n"
+            cells.append(Cell(position + 1, position, source, mask(source), document.source.endswith("\n")))
+            documents[position + 1] = document
+    joined = Notebook({}, tuple(cells))
+    found = to_cells(joined, lint_text(_path(uri), joined.text, cache=False)) if cells else []
+    for number, document in documents.items():
+        _show(ls, document, [diagnostic for diagnostic in found if diagnostic.cell == number])
+
+
+def _show(ls: LanguageServer, document: TextDocument, found: list[Diagnostic]) -> None:
+    findings[document.uri] = found
     shown = [_to_lsp(document, diagnostic) for diagnostic in found]
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=shown))
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=document.uri, diagnostics=shown))
 
 
-def lint_document(document: TextDocument) -> list[Diagnostic]:
-    """The findings in the editor's text, under the configuration of the file's project."""
+def lint_text(path: Path, text: str, cache: bool = True) -> list[Diagnostic]:
+    """The findings in the editor's text of `path`, under the configuration of its project."""
     from gpumem_lint.engine import lint_source
     from gpumem_lint.rules import RULES_BY_CODE
 
-    path = Path(to_fs_path(document.uri) or document.uri)
     try:
         settings = load_settings([str(path)], CliOverrides())
         codes = RuleSelection.from_settings(settings).codes_for(path)
@@ -110,17 +155,24 @@ def lint_document(document: TextDocument) -> list[Diagnostic]:
         server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=str(error)))
         return []
     display = display_path(path, Path(os.path.abspath(Path.cwd())))
-    cache = Cache(cache_directory(settings, None), settings.project_root)
-    digest = content_hash(document.source.encode("utf-8", "surrogatepass"))
-    cached = cache.lookup(path, display, digest, codes)
+    rules = [RULES_BY_CODE[code] for code in codes]
+    if not cache:
+        return lint_source(text, display, rules)
+    results = Cache(cache_directory(settings, None), settings.project_root)
+    digest = content_hash(text.encode("utf-8", "surrogatepass"))
+    cached = results.lookup(path, display, digest, codes)
     if cached is not None:
         return cached
     dependencies: set[Path] = set()
-    found = lint_source(document.source, display, [RULES_BY_CODE[code] for code in codes], dependencies)
+    found = lint_source(text, display, rules, dependencies)
     if _on_disk(path, digest):  # an unsaved edit is no state of the file worth keeping
-        cache.store(path, digest, codes, found, dependencies)
-        cache.save()
+        results.store(path, digest, codes, found, dependencies)
+        results.save()
     return found
+
+
+def _path(uri: str) -> Path:
+    return Path(to_fs_path(uri) or uri)
 
 
 def _on_disk(path: Path, digest: str) -> bool:

@@ -144,3 +144,56 @@ def test_diagnostics_follow_changes(answers):
 
 def test_the_saved_text_shares_the_command_lines_cache(answers):
     assert answers["cached"]
+
+
+async def notebook_session(tmp_path: Path) -> dict[str, list[types.Diagnostic]]:
+    """Open a notebook of three code cells (and a markdown one); the diagnostics of each cell."""
+    client = LanguageClient("test-client", "1")
+    published: dict[str, list[types.Diagnostic]] = {}
+    arrived = asyncio.Event()
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
+        published[params.uri] = params.diagnostics
+        if len(published) == 3:
+            arrived.set()
+
+    await client.start_io(sys.executable, "-m", "gpumem_lint", "server", cwd=tmp_path)
+    await client.initialize_async(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=tmp_path.as_uri())
+    )
+    client.initialized(types.InitializedParams())
+    uri = (tmp_path / "train.ipynb").as_uri()
+    sources = [
+        "import os\nimport torch\n%matplotlib inline",
+        "# Data",
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n!nvidia-smi",
+        "os.environ['CUDA_VISIBLE_DEVICES'] = '1'",
+    ]
+    code, markup = types.NotebookCellKind.Code, types.NotebookCellKind.Markup
+    kinds = [code, markup, code, code]
+    cells = [types.NotebookCell(kind=kind, document=f"{uri}#cell{i}") for i, kind in enumerate(kinds, start=1)]
+    items = [
+        types.TextDocumentItem(uri=f"{uri}#cell{i}", language_id="python", version=1, text=text)
+        for i, text in enumerate(sources, start=1)
+        if kinds[i - 1] is code
+    ]
+    notebook = types.NotebookDocument(uri=uri, notebook_type="jupyter-notebook", version=1, cells=cells)
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(notebook_document=notebook, cell_text_documents=items)
+    )
+    await asyncio.wait_for(arrived.wait(), timeout=60)
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return {cell_uri.rsplit("#", 1)[1]: diagnostics for cell_uri, diagnostics in published.items()}
+
+
+def test_a_notebooks_cells_are_one_program_each_with_its_findings(tmp_path):
+    by_cell = asyncio.run(notebook_session(tmp_path))
+    assert set(by_cell) == {"cell1", "cell3", "cell4"}
+    assert not by_cell["cell1"] and not by_cell["cell3"]
+    [late] = by_cell["cell4"]
+    assert late.code == "GML301"
+    assert late.range.start == types.Position(line=0, character=0)
+    assert "at cell 3, line 1" in late.message
