@@ -35,7 +35,14 @@ class AliasReadAfterInplaceWrite(Rule):
 
     Only aliases that are really read after the write are reported; writing *through* a
     view on purpose (`row = x[0]; row.zero_()`) is not, and neither are two writes to
-    different slices (`x[0]` and `x[1]`).
+    different slices (`x[0]` and `x[1]`), nor the outputs of one `split`/`chunk` (disjoint
+    parts: writing `q` does not change `v`), nor numpy's `a[i]` on a 1-D array, a scalar
+    copy (F23).
+
+    ## Known problems
+    numpy's `a[i]` is known to be a scalar only where the array's constructor shows its
+    rank (`np.zeros(n)`, `np.zeros((n,))`, `np.arange`); on an array of unknown rank, such
+    as `np.zeros_like(x)`, it is taken for a view of a row.
 
     ## Example
     ```python
@@ -68,6 +75,29 @@ class AliasReadAfterInplaceWrite(Rule):
     triggers = ("torch", "numpy")
     scope_triggers = WRITES
     VALID = (
+        """
+import numpy as np
+
+def episode_returns(rewards_per_step, n_envs):
+    current = np.zeros(n_envs)
+    finished = []
+    for rewards in rewards_per_step:
+        current += rewards
+        for i in range(n_envs):
+            finished.append(current[i])
+            current[i] = 0
+    return finished
+""",
+        """
+import torch
+
+def attention(qkv, rope, heads):
+    query, key, value = qkv.chunk(3, dim=-1)
+    value = value.view(value.shape[0], -1, heads, 8).transpose(1, 2)
+    query = query.view(query.shape[0], -1, heads, 8).transpose(1, 2)
+    query[:, :, 1:] = rope(query[:, :, 1:])
+    return torch.softmax(query @ key.transpose(-1, -2), -1) @ value
+""",
         """
 import torch
 
