@@ -69,6 +69,15 @@ class InplaceWriteOnGradLeaf(Rule):
     scope_triggers = WRITES
     VALID = (
         """
+import torch.nn as nn
+
+layer = nn.Linear(4, 4)
+for p in layer.parameters():
+    p.requires_grad = False
+for p in layer.parameters():
+    p.mul_(0.5)
+""",
+        """
 import torch
 import torch.nn as nn
 

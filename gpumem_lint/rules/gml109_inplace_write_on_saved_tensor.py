@@ -73,6 +73,35 @@ class InplaceWriteOnSavedTensor(Rule):
         """
 import torch
 
+w = torch.randn(4, requires_grad=True)
+h = torch.sigmoid(w)
+h.mul_(2)
+print(h)
+""",
+        """
+import torch
+
+w = torch.randn(3, 4, requires_grad=True)
+h = w * 1.0
+top = h.max(dim=1).values
+h.add_(1)
+top.sum().backward()
+""",
+        """
+import torch
+
+w = torch.randn(4, requires_grad=True)
+total = None
+for step in range(3):
+    scale = torch.ones(4)
+    scale.mul_(2)
+    part = w * scale
+    total = part if total is None else total + part
+total.sum().backward()
+""",
+        """
+import torch
+
 w = torch.randn(4, 4, requires_grad=True)
 h = torch.randn(2, 4) @ w
 h += 1
