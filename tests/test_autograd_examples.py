@@ -1,4 +1,4 @@
-"""The autograd rules' examples, run under torch: each INVALID example that is a whole program
+"""The in-place rules' examples, run under torch: each INVALID example that is a whole program
 raises the error its rule documents, and each VALID one that is a whole program runs cleanly.
 
 A whole program is one whose module-level code does more than define classes and functions;
@@ -15,12 +15,13 @@ from gpumem_lint.rules import RULES_BY_CODE
 
 torch = pytest.importorskip("torch")
 
-#: What autograd raises for each rule's hazard (docs/facts.md F5, F6, F21, A1-A4).
+#: What PyTorch raises for each rule's hazard (docs/facts.md F5, F6, F21, F24, A1-A4).
 ERRORS = {
     "GML104": r"more than one element of the written-to tensor refers to a single memory location",
     "GML105": r"is a view and is being modified inplace",
     "GML108": r"leaf Variable that requires grad is being used in an in-place operation",
     "GML109": r"modified by an inplace operation",
+    "GML110": r"some elements of the input tensor and the written-to tensor refer to a single memory location",
 }
 
 

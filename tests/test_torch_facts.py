@@ -154,3 +154,30 @@ def test_f23_split_outputs_are_disjoint():
     q.add_(1.0)
     assert k.abs().sum().item() == 0.0 and v.abs().sum().item() == 0.0
     assert qkv[:, :2].sum().item() == 4.0  # the base sees the write
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda x: x[:-1].copy_(x[1:]),
+        lambda x: x.__setitem__(slice(None, -1), x[1:]),
+        lambda x: x[1:].add_(x[:-1]),
+        lambda x: torch.mul(x[1:], 2, out=x[:-1]),
+    ],
+)
+def test_f24_overlapping_writes_raise(write):
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        write(torch.arange(10.0))
+
+
+def test_f24_what_the_overlap_check_does_not_see():
+    index = torch.tensor([0, 1, 2])
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        index[index] = torch.tensor([5, 6, 7])
+    strided = torch.arange(10.0).view(2, 5)
+    strided[:, :-1] = strided[:, 1:]  # not caught: the CPU kernel's order decides
+    assert strided[0].tolist() == [1.0, 2.0, 3.0, 4.0, 4.0]
+    halves = torch.arange(10.0)
+    halves[:5] = halves[5:]  # disjoint
+    torch.add(halves, 1, out=halves)  # the whole input: elementwise, safe
+    assert halves.tolist() == [6.0, 7.0, 8.0, 9.0, 10.0, 6.0, 7.0, 8.0, 9.0, 10.0]

@@ -119,6 +119,7 @@ class CallSemantics:
         if method in k.data_write_methods and (array or method in k.tensor_only_methods):
             if not (method == "copy_" and args and args[0].handles == receiver.handles):  # `x.copy_(x)`: no change
                 self._write(receiver, node, method, state)
+                self._check_overlap(node, receiver, [(arg.value, value) for arg, value in zip(node.args, args)])
             return receiver
         if method in k.detach_methods:
             return self._alias(receiver, node, AliasKind.DETACH, tensor=True)
@@ -252,6 +253,8 @@ class CallSemantics:
             return EMPTY
         if "out" in keyword and name in k.out_functions:
             self._write(keyword["out"], node, "out=", state)
+            inputs = [(arg.value, value) for arg, value in zip(node.args, args) if arg.keyword is None]
+            self._check_overlap(node, keyword["out"], inputs)
             return keyword["out"]
         if name in k.inplace_functions:
             self._write(first, node, qualified, state)

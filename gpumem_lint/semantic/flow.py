@@ -21,6 +21,7 @@ import libcst as cst
 from gpumem_lint.knowledge import Knowledge, knowledge
 from gpumem_lint.semantic.calls import CallSemantics, Mutator
 from gpumem_lint.semantic.grad import GradSemantics
+from gpumem_lint.semantic.overlap import Overlap, OverlapSemantics
 from gpumem_lint.semantic.saved import SavedSemantics, SavedWrite
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import gives_scalar, integer_count
@@ -70,6 +71,7 @@ class ScopeFacts:
     calls_backward: bool
     processes: ProcessFacts = field(default_factory=ProcessFacts)
     saved_writes: list[SavedWrite] = field(default_factory=list)  # in-place writes to what backward needs
+    overlaps: list[Overlap] = field(default_factory=list)  # writes reading memory they write
 
     def argument_writes(self) -> list[Write]:
         """In-place writes to tensors the caller passed in, other than on purpose."""
@@ -90,7 +92,7 @@ class ScopeFacts:
         return frozenset(write.storage.label for write in self.argument_writes())
 
 
-class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemantics):
+class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemantics, OverlapSemantics):
     def __init__(self, scope: Scope, imports: ImportTable, mutators: dict[str, Mutator] | None = None) -> None:
         self.scope = scope
         self.imports = imports
@@ -116,6 +118,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._no_grad = 1 if scope.no_grad else 0
         self._init_processes()
         self._init_saved()
+        self._init_overlaps()
 
     # ----------------------------------------------------------------- entry
 
@@ -147,6 +150,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             calls_backward=self.calls_backward,
             processes=self._processes_result(),
             saved_writes=list(self.saved_writes.values()),
+            overlaps=list(self.overlaps.values()),
         )
 
     # ---------------------------------------------------------- statements
@@ -302,7 +306,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             self._bind(target.value, value, made_by, state)
             return
         if isinstance(target, cst.Subscript):
-            self._store_item(target, value, state)
+            self._store_item(target, value, state, made_by)
             return
         if isinstance(target, cst.Attribute) and target.attr.value == "requires_grad":
             self._set_requires_grad(target, made_by, state)
@@ -460,12 +464,14 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         else:
             self._eval(target, state)
 
-    def _store_item(self, target: cst.Subscript, value: Value, state: State) -> None:
+    def _store_item(self, target: cst.Subscript, value: Value, state: State, source: cst.CSTNode) -> None:
         container = self._eval(target.value, state)
         self._eval_slices(target, state)
         if self._is_array(container) and not _keyed_by_string(target):
             partial, index = self._index_extent(target)
             self._write(container, target, "[] =", state, partial=partial, index=index, certain=False)
+            self._check_overlap(target, container, [(source, value)], index)
+            self._check_self_index(target, container, self._index_values(target, state))
             return
         place = dotted_name(target.value)
         if place is not None and value.handles:
@@ -481,6 +487,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 self._write(
                     container, node, "[] " + _operator(node), state, partial=partial, index=index, certain=False
                 )
+                self._check_overlap(node, container, [(node.value, value)], index)
             return
         target = self._eval(node.target, state)
         if self._is_array(target):
@@ -619,6 +626,14 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             partial, index = self._index_extent(node)
             return self._alias(base, node, AliasKind.VIEW, partial=partial, index=index)
         return self._elements_of(base, node)  # `batch["x"]`, `items[i]`: one of what it holds
+
+    def _index_values(self, node: cst.Subscript, state: State) -> list[tuple[cst.CSTNode, Value]]:
+        """The values indexing `x[...]`, evaluated again without recording reads."""
+        return [
+            (element.slice.value, self._eval(element.slice.value, state, record=False))
+            for element in node.slice
+            if isinstance(element.slice, cst.Index) and type(element.slice.value) in (cst.Name, cst.Attribute)
+        ]
 
     def _eval_slices(self, node: cst.Subscript, state: State) -> bool:
         """Evaluate the index; True when it is advanced indexing (a tensor, array or list)."""

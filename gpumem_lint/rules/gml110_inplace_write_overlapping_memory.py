@@ -1,0 +1,135 @@
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.write_triggers import WRITES
+
+
+class InplaceWriteOverlappingMemory(Rule):
+    """
+    ## What it does
+    Flags a write whose source overlaps its destination in one tensor: a slice copied onto
+    the same slice shifted (`buf[:-n] = buf[n:]`, `x[1:].add_(x[:-1])`, `x[:-1].copy_(x[1:])`),
+    an `out=` tensor that overlaps an input (`torch.mul(x[1:], 2, out=x[:-1])`), or a tensor
+    used as its own index (`idx[idx] = v`).
+
+    ## Why is this bad?
+    The op reads elements it has already written, so its result depends on the order in
+    which the kernel visits them. PyTorch refuses what its overlap check can see:
+    `RuntimeError: unsupported operation: some elements of the input tensor and the
+    written-to tensor refer to a single memory location. Please clone() the tensor before
+    performing the operation.` A strided case the check cannot see (`buf[:, :-n] =
+    buf[:, n:]`) runs, in the CPU kernel's order, and is undefined on CUDA, where threads
+    run in no order ([docs/facts.md](../docs/facts.md) F24).
+
+    ## Known problems
+    Only overlaps the syntax proves are reported: two slices of one dimension shifted by
+    the same amount, every other dimension indexed alike. Overlaps through `narrow`, `view`
+    or computed bounds are not followed.
+
+    ## Example
+    ```python
+    history[:-1] = history[1:]
+    history[-1] = latest
+    ```
+
+    ## Use instead
+    ```python
+    history[:-1] = history[1:].clone()
+    history[-1] = latest
+    # or: history = torch.roll(history, -1, dims=0)
+    ```
+
+    ## Fix safety
+    There is no automatic fix yet; `.clone()` on the source is the remedy, at the cost of a
+    copy.
+
+    ## References
+    - [Tensor views](https://docs.pytorch.org/docs/stable/tensor_view.html)
+    - [`torch.roll`](https://docs.pytorch.org/docs/stable/generated/torch.roll.html)
+    """
+
+    code = "GML110"
+    name = "inplace-write-overlapping-memory"
+    summary = "In-place write whose source or index overlaps its destination in one tensor"
+    fix_title = "Copy the source first (`buf[:-n] = buf[n:].clone()`), or use `torch.roll`"
+    triggers = ("torch", "numpy")
+    scope_triggers = WRITES
+    VALID = (
+        """
+import torch
+
+history = torch.zeros(8)
+history[:-1] = history[1:].clone()
+history[-1] = 1.0
+""",
+        """
+import torch
+
+x = torch.arange(10.0)
+x[:5] = x[5:]
+x[0] = x[1]
+torch.add(x, 1, out=x)
+""",
+        """
+import torch
+
+idx = torch.tensor([0, 1, 2])
+values = torch.zeros(3)
+values[idx] = idx.float()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch
+
+history = torch.zeros(8)
+history[:-1] = history[1:]
+history[-1] = 1.0
+""",
+            (5,),
+        ),
+        Invalid(
+            """
+import torch
+
+def causal_shift(buf: torch.Tensor, n: int) -> torch.Tensor:
+    buf[:, :-n] = buf[:, n:]
+    return buf
+""",
+            (5,),
+        ),
+        Invalid(
+            """
+import torch
+
+x = torch.arange(10.0)
+x[1:].add_(x[:-1])
+""",
+            (5,),
+        ),
+        Invalid(
+            """
+import torch
+
+perm = torch.tensor([2, 0, 1])
+perm[perm] = torch.tensor([0, 1, 2])
+""",
+            (5,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        for facts in ctx.semantic.facts:
+            for overlap in facts.overlaps:
+                source = ctx.code(overlap.source)
+                if overlap.how == "index":
+                    what = f"is indexed by `{source}`, the tensor it writes"
+                else:
+                    what = f"reads `{source}`, the same memory shifted"
+                yield Report(
+                    overlap.node,
+                    f"`{ctx.code(overlap.node)}` {what}: PyTorch raises \"...the written-to tensor refer to a "
+                    'single memory location", or the result depends on the kernel\'s order',
+                )
