@@ -62,8 +62,9 @@ class InplaceWriteOnArgument(Rule):
 
     Mutation is taken as intended, and not reported, in functions whose name ends with
     `_` or says `init`/`reset`/`update`/`step`/`inplace`, whose docstring says "in place",
-    under `torch.no_grad()`, through `.data`/`.detach()`, via `nn.init`, and for
-    parameters named like outputs (`out`, `buf`, `dst`, `*_out`). Methods other than
+    under `torch.no_grad()`, through `.data`/`.detach()`, via `nn.init`, for
+    parameters named like outputs (`out`, `buf`, `dst`, `*_out`), and for an optional
+    parameter (default `None`) that the function fills and returns: an output buffer. Methods other than
     `forward` are not checked: updating state is what they are for.
 
     ## Example
@@ -99,6 +100,19 @@ class InplaceWriteOnArgument(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        """
+from typing import Optional
+
+import torch
+import torch.nn as nn
+
+class ChunkedConv(nn.Module):
+    def forward(self, x, write_to: Optional[torch.Tensor] = None):
+        if write_to is None:
+            write_to = torch.empty_like(x)
+        write_to[:, :4] = x[:, :4] * 2
+        return write_to
+""",
         """
 import torch.nn as nn
 
@@ -197,7 +211,7 @@ class PreAct(nn.Module):
                 continue
             for write in facts.argument_writes():
                 name = write.storage.label
-                if _OUTPUT_PARAMETER.search(name):
+                if _OUTPUT_PARAMETER.search(name) or facts.is_output_buffer(write):
                     continue
                 if scope.name == "forward" and scope.is_method:
                     yield Report(

@@ -72,6 +72,13 @@ class ScopeFacts:
     processes: ProcessFacts = field(default_factory=ProcessFacts)
     saved_writes: list[SavedWrite] = field(default_factory=list)  # in-place writes to what backward needs
     overlaps: list[Overlap] = field(default_factory=list)  # writes reading memory they write
+    returned: frozenset[Storage] = frozenset()  # the memory of what the function returns
+
+    def is_output_buffer(self, write: Write) -> bool:
+        """`def f(x, out=None): out[...] = ...; return out`: an optional parameter the function
+        fills and returns is its output, which the caller passed to be filled."""
+        storage = write.storage
+        return storage.origin == "param" and storage.label in self.scope.optional_params and storage in self.returned
 
     def argument_writes(self) -> list[Write]:
         """In-place writes to tensors the caller passed in, other than on purpose."""
@@ -119,6 +126,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._init_processes()
         self._init_saved()
         self._init_overlaps()
+        self._returned: set[Storage] = set()
 
     # ----------------------------------------------------------------- entry
 
@@ -151,6 +159,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             processes=self._processes_result(),
             saved_writes=list(self.saved_writes.values()),
             overlaps=list(self.overlaps.values()),
+            returned=frozenset(self._returned),
         )
 
     # ---------------------------------------------------------- statements
@@ -212,7 +221,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             self._eval(node.value, state)
         elif isinstance(node, cst.Return):
             if node.value is not None:
-                self._eval(node.value, state)
+                self._returned.update(handle.storage for handle in self._eval(node.value, state).handles)
             return UNREACHABLE
         elif isinstance(node, cst.Raise):
             if node.exc is not None:

@@ -38,6 +38,7 @@ class Scope:
     classes: ClassTable | None = None  # the module's classes, shared by its scopes
     trains: bool = False  # calls `backward()`: what it computes with a model requires grad
     freezes_parameters: bool = False  # the module turns requires_grad off somewhere
+    optional_params: frozenset[str] = frozenset()  # default `None`: the caller may pass one or not
 
     @property
     def is_function(self) -> bool:
@@ -97,6 +98,7 @@ class ScopeCollector(Walker):
             all_params=tuple(p.name.value for p in (*node.params.posonly_params, *node.params.params)),
         )
         scope.no_grad = any(_no_grad_decorator(d.decorator) for d in node.decorators)
+        scope.optional_params = _optional_parameters(node)
         self.scopes.append(scope)
         self._functions.append(scope)
         self._classes.append(self._classes[-1] if owner else None)
@@ -244,6 +246,15 @@ def _parameters(node: cst.FunctionDef, is_method: bool, imports: ImportTable) ->
             continue
         result[name] = True if _tensor_annotation(param.annotation, annotation, imports) else None
     return result
+
+
+def _optional_parameters(node: cst.FunctionDef) -> frozenset[str]:
+    params = node.params
+    return frozenset(
+        param.name.value
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+        if isinstance(param.default, cst.Name) and param.default.value == "None"
+    )
 
 
 def _tensor_annotation(node: cst.Annotation | None, text: str | None, imports: ImportTable) -> bool:
