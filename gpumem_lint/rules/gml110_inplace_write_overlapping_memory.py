@@ -59,6 +59,18 @@ class InplaceWriteOverlappingMemory(Rule):
         """
 import torch
 
+def move(target, device):
+    if isinstance(target, torch.Tensor):
+        target = target.to(device)
+    else:
+        for i, entry in enumerate(target):
+            for k in entry:
+                target[i][k] = entry[k].to(device)
+    return target
+""",
+        """
+import torch
+
 history = torch.zeros(8)
 history[:-1] = history[1:].clone()
 history[-1] = 1.0
