@@ -56,6 +56,27 @@ PROGRAMS = {
         head.zero_()  # trace: GML108 static-check-off
         """,
     ),
+    "in-place write on a view of a leaf confirms the static finding": (
+        [],
+        """
+        import torch
+
+        weight = torch.zeros(4, requires_grad=True)
+        head = weight[:2]
+        head.zero_()  # trace: GML108 confirmed
+        """,
+    ),
+    "a saved tensor overwritten confirms the static finding": (
+        [],
+        """
+        import torch
+
+        x = torch.randn(3, requires_grad=True)
+        hidden = torch.relu(x * 2)
+        hidden += 1  # trace: GML109 confirmed
+        hidden.sum().backward()
+        """,
+    ),
     "in-place write on a chunk output under autograd": (
         ["--no-static"],
         """

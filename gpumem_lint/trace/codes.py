@@ -20,7 +20,6 @@ class Crash:
     code: str
     match: str
     says: str
-    same_as: tuple[str, ...] = ()
     through: str | None = None
 
 
@@ -35,7 +34,5 @@ class CodeInfo:
 
 _TABLE = tomllib.loads(Path(__file__).with_name("hazards.toml").read_text(encoding="utf-8"))
 CODES: dict[str, str] = _TABLE["families"]
-CRASHES: tuple[Crash, ...] = tuple(
-    Crash(**{**row, "same_as": tuple(row.get("same_as", ()))}) for row in _TABLE["crashes"]
-)
+CRASHES: tuple[Crash, ...] = tuple(Crash(**row) for row in _TABLE["crashes"])
 FALLBACK_RULES: dict[str, CodeInfo] = {code: CodeInfo(**row) for code, row in _TABLE["rules"].items()}

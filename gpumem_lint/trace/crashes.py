@@ -33,7 +33,7 @@ def explain(error: BaseException, sites: SiteFinder) -> Finding | None:
             said = _EXCEPTION_NAME.sub("", next(line for line in text.splitlines() if crash.match in line).strip())
             ended = f"`{type(link).__name__}: {_shortened(said)}`"
             message = f"{crash.says} (the program ended with {ended})"
-            return Finding(crash.code, message, site, same_as=crash.same_as, crash=True)
+            return Finding(crash.code, message, site, crash=True)
     return None
 
 

@@ -113,20 +113,18 @@ def _match(finding: Finding, by_line) -> tuple[str, int, str] | None:
     numpy-side write, for one, is never seen at run time, so its line cannot be); for a crash, else one with
     the same code in the same file."""
     sites = _sites(finding)
-    codes = (finding.code, *finding.same_as)
     for site in sites:
-        for code in codes:
-            key = (os.path.realpath(site.path), site.line, code)
-            if key in by_line:
-                return key
+        key = (os.path.realpath(site.path), site.line, finding.code)
+        if key in by_line:
+            return key
     scopes = {(os.path.realpath(site.path), _scope(site.path, site.line)) for site in sites}
     for key in by_line:
         path, line, code = key
-        if code in codes and (path, _scope(path, line)) in scopes:
+        if code == finding.code and (path, _scope(path, line)) in scopes:
             return key
     if finding.crash:
         files = {path for path, _ in scopes}
-        return next((key for key in by_line if key[2] in codes and key[0] in files), None)
+        return next((key for key in by_line if key[2] == finding.code and key[0] in files), None)
     return None
 
 

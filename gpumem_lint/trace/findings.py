@@ -21,8 +21,6 @@ class Finding:
     related: list[tuple[str, Site]] = field(default_factory=list)
     count: int = 1
     pid: int | None = None
-    #: Static codes that name the same hazard: a static finding of one of them confirms this one.
-    same_as: tuple[str, ...] = ()
     #: Read from the exception the program died of: it proves the hazard happened, wherever the static check
     #: put its line (a sender's `put` in a child explains the receiver's failure in the parent).
     crash: bool = False
@@ -41,7 +39,6 @@ class Finding:
             "related": [[label, site.to_json()] for label, site in self.related],
             "count": self.count,
             "pid": self.pid,
-            "same_as": list(self.same_as),
             "crash": self.crash,
             "ranks": list(self.ranks),
         }
@@ -55,7 +52,6 @@ class Finding:
             related=[(label, Site.from_json(site)) for label, site in value["related"]],
             count=value["count"],
             pid=value["pid"],
-            same_as=tuple(value["same_as"]),
             crash=value["crash"],
             ranks=tuple(value["ranks"]),
         )
