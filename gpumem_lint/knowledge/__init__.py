@@ -68,6 +68,7 @@ class Knowledge:
     grad_mode_setters: frozenset[str]
     shape_constructors: frozenset[str]
     one_dimensional: frozenset[str]
+    tuple_output_modules: frozenset[str]
 
     @cached_property
     def tensor_only_methods(self) -> frozenset[str]:
@@ -163,4 +164,5 @@ def knowledge() -> Knowledge:
         grad_mode_setters=_set(hand["no_grad_contexts"]["setters"]),
         shape_constructors=_set(hand["indexing"]["shape_constructors"]),
         one_dimensional=_set(hand["indexing"]["one_dimensional"]),
+        tuple_output_modules=_set(f"torch.nn.{name}" for name in hand["module_outputs"]["tuples"]),
     )

@@ -278,7 +278,7 @@ with torch.no_grad():
 def _through_view(write: Write, leaf: Handle) -> bool:
     """`w[0] = v`, `w[:, :2].mul_(s)`: autograd sees a write to a view of the leaf."""
     if write.op.startswith("[]"):
-        return True
+        return write.partial  # `w[:] = v` writes the leaf itself
     for handle in write.writer.chain():
         if handle is leaf:
             return False

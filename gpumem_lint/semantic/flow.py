@@ -497,6 +497,11 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                     container, node, "[] " + _operator(node), state, partial=partial, index=index, certain=False
                 )
                 self._check_overlap(node, container, [(node.value, value)], index)
+            elif container.container and any(h.tensor for h in container.handles):
+                # `laterals[i] += up`: `+=` on a list's tensor item is that tensor's in-place add
+                item = self._elements_of(container, node.target)
+                self._write(item, node, _operator(node), state, certain=False)
+                self._save_operation(node, node.operator, item, value, item, state)
             return
         target = self._eval(node.target, state)
         if self._is_array(target):
@@ -632,6 +637,10 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 return self._fresh_value(node, tensor=base.tensor, ndarray=base.ndarray)
             if base.ndarray and not base.tensor and gives_scalar({h.ndim for h in base.handles}, integer_count(node)):
                 return self._fresh_value(node)  # numpy's `a[i]` on a 1-D array: a scalar
+            if base.handles and all(h.kind is AliasKind.MULTI_VIEW and not h.partial for h in base.handles):
+                # `x.unbind()[0]`: the tuple of outputs indexed gives one of them, not a view of it
+                partial, index = self._index_extent(node)
+                return self._alias(base, node, AliasKind.MULTI_VIEW, partial=True, index=index)
             partial, index = self._index_extent(node)
             return self._alias(base, node, AliasKind.VIEW, partial=partial, index=index)
         return self._elements_of(base, node)  # `batch["x"]`, `items[i]`: one of what it holds
@@ -673,6 +682,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         else:
             element = self._eval(node.elt, inner)
         self._keep_open_crossings(inner, state)  # `[pool.submit(f, t) for t in ts]`
+        for storage, savings in inner.saved.items():  # `[F.relu(conv(f)) for ...]` keeps each output
+            state.saved[storage] = state.saved.get(storage, frozenset()) | savings
         return Value(element.handles, container=True)
 
     def _elements_of(self, container: Value, node: cst.CSTNode) -> Value:

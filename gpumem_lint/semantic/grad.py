@@ -115,9 +115,13 @@ class GradSemantics:
         parameters makes it, `requires_grad=True` makes a leaf, no-grad code clears it."""
         fresh = [h for h in result.handles if h.node is node and h.kind is AliasKind.OWN and not h.leaf]
         module = self._constructed_module(node, qualified)
+        applied = _module_class(callee)
+        # `self.conv(x)`: a torch.nn module returns one tensor (but LSTM and a few return tuples).
+        tensor = applied is not None and applied in self.k.module_parameters and applied not in self.k.tuple_output_modules
         for handle in fresh:
             if module is not None:
                 handle.module = module
+            handle.tensor |= tensor
         if not fresh:
             return
         if self._no_grad:
@@ -164,6 +168,11 @@ class GradSemantics:
         if name is not None and "." not in name and classes is not None and classes.is_module_class(name):
             return name
         return None
+
+
+def _module_class(callee: Value | None) -> str | None:
+    modules = {handle.module for handle in callee.handles} if callee is not None else set()
+    return modules.pop() if len(modules) == 1 else None
 
 
 def _is_parameter(callee: Value | None) -> bool:

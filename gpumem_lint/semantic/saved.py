@@ -99,7 +99,7 @@ class SavedSemantics:
             return
         inputs = dict(zip(saved.arguments, positional))
         inputs.update((key, value) for key, value in keywords.items() if key in saved.differentiable)
-        if receiver is not None:
+        if receiver is not None and name.startswith("torch.Tensor."):  # not `F` of `F.relu(x)`
             inputs["self"] = receiver
         self._keep(node, name, saved, inputs, result, state)
 
