@@ -130,6 +130,16 @@ scores.sum().backward()
 """,
             (7,),
         ),
+        Invalid(
+            """
+import torch
+
+root = torch.arange(9.0).reshape(3, 3).requires_grad_()
+rows = root.clone().unbind()
+rows[0].mul_(2)
+""",
+            (6,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:

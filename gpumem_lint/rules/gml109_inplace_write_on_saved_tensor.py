@@ -237,6 +237,26 @@ a = a.add(1)
 y.sum().backward()
 """,
         ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv2d(3, 4, 1), nn.Conv2d(3, 4, 1)])
+
+    def forward(self, feats):
+        laterals = [F.relu(conv(f)) for conv, f in zip(self.convs, feats)]
+        laterals[0] += F.interpolate(laterals[1], size=laterals[0].shape[2:])
+        return laterals[0]
+
+Head()([torch.randn(1, 3, 8, 8), torch.randn(1, 3, 4, 4)]).sum().backward()
+""",
+            (13,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
