@@ -73,6 +73,17 @@ class StateDictAliasSnapshot(Rule):
     scope_triggers = WRITES
     VALID = (
         """
+from trainer.optim import StepInBackward
+
+
+def state_is_unchanged_by_step(model, inputs):
+    optimizer = StepInBackward(model.parameters(), lr=0.1)
+    before = optimizer.state_dict()
+    model(inputs).sum().backward()
+    optimizer.step()
+    return optimizer.state_dict() == before
+""",
+        """
 import copy
 
 def fit(model, optimizer, loader, epochs):

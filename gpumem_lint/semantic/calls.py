@@ -100,7 +100,17 @@ class CallSemantics:
             self._write_mutated_arguments(self.mutators[name], node, args, state)
         if name is not None and _is_training_call(name.rsplit(".", 1)[-1]):
             self._write_modules(args, node, state)
+        if args and node.args[0].keyword is None and any(h.kind is AliasKind.PARAMETERS for h in args[0].handles):
+            # `Optimizer(model.parameters(), ...)`: what is built from a module's parameters
+            # updates them; its state_dict() is its own state, not the module's.
+            return self._optimizer(node, args)
         return Value(frozenset({self._fresh(node, "", EMPTY)}))
+
+    def _optimizer(self, node: cst.Call, args: list[Value]) -> Value:
+        storages = frozenset(h.storage for value in args for h in value.handles if h.kind is AliasKind.PARAMETERS)
+        handle = self._handle(("optim", id(node)), Storage("optimizer", "fresh"), AliasKind.OWN, node)
+        handle.role, handle.targets = Role.OPTIMIZER, storages
+        return Value(frozenset({handle}))
 
     def _method_call(self, node: cst.Call, method: str, receiver: Value, args: list[Value], state: State) -> Value:
         k = self.k
@@ -221,10 +231,7 @@ class CallSemantics:
                 self._write(keyword["out"], node, "out=", state)
             return self._fresh_value(node, ndarray=True)
         if qualified.startswith("torch.optim.") and qualified.count(".") == 2 and qualified[12:13].isupper():
-            storages = frozenset(h.storage for value in args for h in value.handles if h.kind is AliasKind.PARAMETERS)
-            handle = self._handle(("optim", id(node)), Storage("optimizer", "fresh"), AliasKind.OWN, node)
-            handle.role, handle.targets = Role.OPTIMIZER, storages
-            return Value(frozenset({handle}))
+            return self._optimizer(node, args)
         if qualified.startswith("torch.nn.init."):
             if qualified.rsplit(".", 1)[1] in k.init_functions:
                 self._write(first, node, qualified, state, init=True)
