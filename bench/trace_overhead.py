@@ -4,6 +4,7 @@
     python bench/trace_overhead.py --workload mlp --threads 1      # steadier on a shared machine
     python bench/trace_overhead.py --workload resnet50 --device cuda  # ResNet-50-shaped net, batch 64, SGD
     python bench/trace_overhead.py --workload torchvision --device cuda  # a real training step (below)
+    python bench/trace_overhead.py split --workload torchvision --device cuda  # where the tracer's time goes
 
 `torchvision` is what users run: torchvision's ResNet-50, bf16 autocast, channels_last, GradScaler, and batches
 from a 2-worker DataLoader (uint8 images in pinned memory, made float on the GPU), SGD with momentum.
@@ -190,6 +191,48 @@ def workload(args) -> None:
     print(json.dumps({"ms": statistics.median(times) * 1e3, "cpu_ms": statistics.median(cpu_times) * 1e3, "ops": ops}))
 
 
+def split(args) -> None:
+    """Where the tracer's time goes: the step in one process, traced whole, then with parts switched off in turn
+    (reading new nodes' saved tensors, then every source-site walk, then saved-tensor tracking)."""
+    import torch
+
+    from gpumem_lint.trace import patches, saved, tracker
+    from gpumem_lint.trace.environment import Environment
+    from gpumem_lint.trace.findings import FindingLog
+    from gpumem_lint.trace.sites import SiteFinder
+
+    if args.workload != "torchvision":
+        raise SystemExit("split measures the torchvision workload")
+    step = real_step(args.device)
+    synchronize = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+
+    def timed() -> float:
+        for _ in range(args.warmup):
+            step()
+        synchronize()
+        start = time.perf_counter()
+        for _ in range(args.steps):
+            step()
+        synchronize()
+        return round((time.perf_counter() - start) / args.steps * 1e3, 2)
+
+    sites, log = SiteFinder(), FindingLog()
+    traced = tracker.Tracker(sites, log, FindingLog(), print)
+    patches.install(traced, Environment(sites, log, print))
+    report = {"plain": timed()}
+    tracker.StorageMode(traced).__enter__()
+    report["full tracer"] = timed()
+    read_fresh, saved.SavedTensors.read_fresh = saved.SavedTensors.read_fresh, lambda self: self.fresh.clear()
+    report["new nodes not read"] = timed()
+    saved.SavedTensors.read_fresh = read_fresh
+    user_site, SiteFinder.user_site = SiteFinder.user_site, lambda self, frame=None: None
+    report["no source-site walk"] = timed()
+    SiteFinder.user_site = user_site
+    tracker._needs_grad = lambda args: False
+    report["no saved-tensor tracking"] = timed()
+    print(json.dumps(report, indent=2))
+
+
 def measure(args) -> dict:
     child = [
         str(Path(__file__).resolve()),
@@ -246,7 +289,7 @@ def measure(args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", nargs="?", default="measure", choices=["measure", "run"])
+    parser.add_argument("action", nargs="?", default="measure", choices=["measure", "run", "split"])
     parser.add_argument("--workload", choices=["mlp", "resnet50", "torchvision"], default="mlp")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--steps", type=int, default=200)
@@ -257,6 +300,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.action == "run":
         workload(args)
+    elif args.action == "split":
+        split(args)
     else:
         print(json.dumps(measure(args), indent=2))
 
