@@ -35,7 +35,7 @@ def _build(cls: type[nn.Module]) -> nn.Module | None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 return cls(*args)
-        except Exception:  # noqa: BLE001 - any failure means "try the next arguments"
+        except Exception:  # noqa: BLE001, S112 - any failure means "try the next arguments"
             continue
     return None
 

@@ -7,8 +7,8 @@ import ast
 import libcst as cst
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.fixes import Applicability, Edit, Fix
 from gpumem_lint.diagnostics import Position
+from gpumem_lint.fixes import Applicability, Edit, Fix
 
 
 def under_no_grad(ctx: FileContext, node: cst.CSTNode) -> Fix | None:

@@ -155,4 +155,3 @@ rows[0].mul_(2)
                         f'{ctx.line(write.writer.node)}: autograd raises "is a view and is being modified '
                         'inplace" when the input requires grad',
                     )
-

@@ -8,7 +8,6 @@ from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.values import AliasKind, Handle, Write
 from gpumem_lint.semantic.write_triggers import WRITES
 
-
 _VIEWS = frozenset({AliasKind.VIEW, AliasKind.EXPAND, AliasKind.MULTI_VIEW})
 
 

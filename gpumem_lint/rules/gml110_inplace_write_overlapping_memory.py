@@ -142,6 +142,6 @@ perm[perm] = torch.tensor([0, 1, 2])
                     what = f"reads `{source}`, the same memory shifted"
                 yield Report(
                     overlap.node,
-                    f"`{ctx.code(overlap.node)}` {what}: PyTorch raises \"...the written-to tensor refer to a "
-                    'single memory location", or the result depends on the kernel\'s order',
+                    f'`{ctx.code(overlap.node)}` {what}: PyTorch raises "...the written-to tensor refer to a '
+                    "single memory location\", or the result depends on the kernel's order",
                 )

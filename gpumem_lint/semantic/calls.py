@@ -11,6 +11,7 @@ import libcst as cst
 
 from gpumem_lint.semantic.imports import dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import constructed_ndim
+from gpumem_lint.semantic.literals import is_constant, keyword
 from gpumem_lint.semantic.values import EMPTY, AliasKind, Grad, Role, State, Storage, Value
 from gpumem_lint.semantic.walk import Walker
 
@@ -192,7 +193,7 @@ class CallSemantics:
             for value in args:
                 self._in_graph(value)
         first = args[0] if args else EMPTY
-        keyword = {arg.keyword.value: value for arg, value in zip(node.args, args) if arg.keyword is not None}
+        keywords = {arg.keyword.value: value for arg, value in zip(node.args, args) if arg.keyword is not None}
         positional = [value for arg, value in zip(node.args, args) if arg.keyword is None]
         first = positional[0] if positional else EMPTY
         if qualified in _IDENTITY_FUNCTIONS:
@@ -200,20 +201,20 @@ class CallSemantics:
         if qualified in k.copy_functions:
             return self._fresh_value(node, tensor=qualified.startswith("torch."), ndarray=qualified.startswith("numpy"))
         if qualified in k.numpy_to_tensor_functions:
-            if qualified == "torch.from_numpy" or (first.ndarray and "dtype" not in keyword):
+            if qualified == "torch.from_numpy" or (first.ndarray and "dtype" not in keywords):
                 return self._alias(first, node, AliasKind.NUMPY, tensor=True)
             return self._fresh_value(node, tensor=True)
         if qualified in k.tensor_to_numpy_functions:
-            if first.tensor and "dtype" not in keyword:
+            if first.tensor and "dtype" not in keywords:
                 return self._alias(first, node, AliasKind.NUMPY, tensor=False, ndarray=True)
             return self._fresh_value(node, ndarray=True)
         if qualified in k.wrapper_functions and positional:
             parameter = self._alias(first, node, AliasKind.WRAPPER, tensor=True)
-            frozen = _is_false(_keyword(node, "requires_grad"))
+            frozen = is_constant(keyword(node, "requires_grad"), "False")
             for handle in parameter.handles:  # a Parameter is a leaf that requires grad
                 handle.grad, handle.leaf = (Grad.NO, False) if frozen else (Grad.YES, True)
             return parameter
-        if qualified in k.undeclared_mutators and _is_true(_keyword(node, "training")):
+        if qualified in k.undeclared_mutators and is_constant(keyword(node, "training"), "True"):
             for position in k.undeclared_mutators[qualified]:
                 if position < len(positional):
                     self._write(positional[position], node, qualified.rsplit(".", 1)[1], state)
@@ -227,8 +228,8 @@ class CallSemantics:
             self._check_backward(node, node.args[0].value, state)
             return self._fresh_value(node, tensor=True)
         if qualified.startswith("numpy."):
-            if "out" in keyword:
-                self._write(keyword["out"], node, "out=", state)
+            if "out" in keywords:
+                self._write(keywords["out"], node, "out=", state)
             return self._fresh_value(node, ndarray=True)
         if qualified.startswith("torch.optim.") and qualified.count(".") == 2 and qualified[12:13].isupper():
             return self._optimizer(node, args)
@@ -240,14 +241,14 @@ class CallSemantics:
         if qualified.startswith("torch.nn.functional."):
             name = qualified.rsplit(".", 1)[1]
             if name in k.functional_inplace_underscore or (
-                name in k.functional_inplace_kwarg and _is_true(_keyword(node, "inplace"))
+                name in k.functional_inplace_kwarg and is_constant(keyword(node, "inplace"), "True")
             ):
                 self._write(first, node, f"{name}(inplace=True)" if not name.endswith("_") else name, state)
                 return first
             return self._fresh_value(node, tensor=True)
         if qualified.startswith("torch.nn.") and qualified.count(".") == 2:
             name = qualified.rsplit(".", 1)[1]
-            if name in k.module_inplace_kwarg and _is_true(_keyword(node, "inplace")):
+            if name in k.module_inplace_kwarg and is_constant(keyword(node, "inplace"), "True"):
                 handle = self._handle(("module", id(node)), Storage(name, "fresh"), AliasKind.OWN, node)
                 handle.role = Role.INPLACE_MODULE
                 return Value(frozenset({handle}))
@@ -258,11 +259,11 @@ class CallSemantics:
         if name.startswith(k.foreach_prefix) and name.endswith("_"):
             self._write(first, node, qualified, state)
             return EMPTY
-        if "out" in keyword and name in k.out_functions:
-            self._write(keyword["out"], node, "out=", state)
+        if "out" in keywords and name in k.out_functions:
+            self._write(keywords["out"], node, "out=", state)
             inputs = [(arg.value, value) for arg, value in zip(node.args, args) if arg.keyword is None]
-            self._check_overlap(node, keyword["out"], inputs)
-            return keyword["out"]
+            self._check_overlap(node, keywords["out"], inputs)
+            return keywords["out"]
         if name in k.inplace_functions:
             self._write(first, node, qualified, state)
             return first
@@ -349,28 +350,13 @@ class _PlaceCollector(Walker):
         self.found.add(name.value)
 
 
-def _keyword(node: cst.Call, name: str) -> cst.BaseExpression | None:
-    for arg in node.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
-
-
-def _is_true(node: cst.BaseExpression | None) -> bool:
-    return isinstance(node, cst.Name) and node.value == "True"
-
-
-def _is_false(node: cst.BaseExpression | None) -> bool:
-    return isinstance(node, cst.Name) and node.value == "False"
-
-
 def _is_training_call(name: str) -> bool:
     return name not in _NOT_TRAINING and bool(_TRAINING_CALL.search(name))
 
 
 def _split_like_tensor(node: cst.Call) -> bool:
     """`x.split(2)`, `x.split([1, 3], dim=1)`: tensor split, not `str.split(",")`."""
-    if _keyword(node, "dim") is not None:
+    if keyword(node, "dim") is not None:
         return True
     if not node.args:
         return False

@@ -16,6 +16,7 @@ import libcst as cst
 
 from gpumem_lint.knowledge import knowledge
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
+from gpumem_lint.semantic.literals import is_constant, keyword
 
 _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
@@ -115,7 +116,7 @@ class ClassFactsBuilder:
             return
         held = Held.PARAMETER if method == "register_parameter" else Held.BUFFER
         parameter = call.args[1].value if len(call.args) > 1 else None
-        if held is Held.PARAMETER and (parameter is None or _is_none(parameter)):
+        if held is Held.PARAMETER and (parameter is None or is_constant(parameter, "None")):
             self._merge(owner, attribute, None)
             return
         self._merge(owner, attribute, AttributeFact(held))
@@ -134,7 +135,7 @@ class ClassFactsBuilder:
             return None
         qualified = self._imports.qualify_name(name)
         if qualified in _PARAMETER:
-            return None if _requires_grad_false(value) else AttributeFact(Held.PARAMETER)
+            return None if is_constant(keyword(value, "requires_grad"), "False") else AttributeFact(Held.PARAMETER)
         module = _torch_module(qualified or "")
         if module is not None:
             return AttributeFact(Held.MODULE, module)
@@ -155,17 +156,3 @@ def _torch_module(qualified: str) -> str | None:
         return None
     candidate = "torch.nn." + qualified.rsplit(".", 1)[-1]
     return candidate if candidate in knowledge().module_parameters else None
-
-
-def _requires_grad_false(call: cst.Call) -> bool:
-    return any(
-        arg.keyword is not None
-        and arg.keyword.value == "requires_grad"
-        and isinstance(arg.value, cst.Name)
-        and arg.value.value == "False"
-        for arg in call.args
-    )
-
-
-def _is_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
+from gpumem_lint.semantic.literals import keyword
 from gpumem_lint.semantic.processes import START_METHODS
 from gpumem_lint.semantic.walk import Walker
 
@@ -106,12 +107,12 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
     instances = {name: cls for name, cls in collector.assigned.items() if cls in classes}
     loaders = []
     for call in collector.loader_calls:
-        dataset = _keyword(call, "dataset") or (
+        dataset = keyword(call, "dataset") or (
             call.args[0].value if call.args and call.args[0].keyword is None else None
         )
         cls = _dataset_class(dataset, classes, instances)
         if cls is not None and _starts_workers(call):
-            persistent = _keyword(call, "persistent_workers")
+            persistent = keyword(call, "persistent_workers")
             name = collector.loader_names.get(id(call))
             places = tuple(
                 p
@@ -222,7 +223,7 @@ def _dataset_class(node: cst.BaseExpression | None, classes: dict, instances: di
 
 def _starts_workers(call: cst.Call) -> bool:
     """`num_workers=4`, `num_workers=args.workers`: workers unless the literal 0 (or absent)."""
-    workers = _keyword(call, "num_workers")
+    workers = keyword(call, "num_workers")
     if workers is None:
         positional = [arg.value for arg in call.args if arg.keyword is None]
         workers = (
@@ -234,17 +235,10 @@ def _starts_workers(call: cst.Call) -> bool:
 
 
 def _context_method(call: cst.Call) -> str | None:
-    context = _keyword(call, "multiprocessing_context")
+    context = keyword(call, "multiprocessing_context")
     if isinstance(context, cst.SimpleString) and context.evaluated_value in START_METHODS:
         return context.evaluated_value
     if isinstance(context, cst.Call) and context.args and isinstance(context.args[0].value, cst.SimpleString):
         value = context.args[0].value.evaluated_value  # mp.get_context("spawn")
         return value if value in START_METHODS else "?"
     return None if context is None else "?"
-
-
-def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None

@@ -21,11 +21,12 @@ import libcst as cst
 from gpumem_lint.knowledge import Knowledge, knowledge
 from gpumem_lint.semantic.calls import CallSemantics, Mutator
 from gpumem_lint.semantic.grad import GradSemantics
-from gpumem_lint.semantic.overlap import Overlap, OverlapSemantics
-from gpumem_lint.semantic.saved import SavedSemantics, SavedWrite
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import gives_scalar, integer_count
+from gpumem_lint.semantic.literals import is_constant
+from gpumem_lint.semantic.overlap import Overlap, OverlapSemantics
 from gpumem_lint.semantic.processes import ProcessFacts, ProcessSemantics
+from gpumem_lint.semantic.saved import SavedSemantics, SavedWrite
 from gpumem_lint.semantic.scopes import Scope
 from gpumem_lint.semantic.values import (
     EMPTY,
@@ -352,7 +353,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             elif value.container or value.kinds - {AliasKind.OWN}:
                 self._bind(element.value, value.elements(), made_by, state)
             elif value.tensor and not isinstance(made_by, cst.Call):  # a tensor unpacks as `unbind` does
-                self._bind(element.value, self._alias(value, made_by, AliasKind.MULTI_VIEW, partial=True), made_by, state)
+                self._bind(
+                    element.value, self._alias(value, made_by, AliasKind.MULTI_VIEW, partial=True), made_by, state
+                )
             else:  # `values, indices = x.sort()`: separate new tensors
                 handle = self._fresh((made_by, position), dotted_name(element.value) or "", value)
                 self._bind(element.value, value.with_handles({handle}), made_by, state)
@@ -931,7 +934,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         target = node.func if isinstance(node, cst.Call) else node
         qualified = self.imports.qualify(target)
         if qualified in self.k.grad_mode_setters:  # `with torch.set_grad_enabled(False):`
-            return isinstance(node, cst.Call) and bool(node.args) and _is_false(node.args[0].value)
+            return isinstance(node, cst.Call) and bool(node.args) and is_constant(node.args[0].value, "False")
         return qualified in self.k.no_grad_contexts
 
     # -------------------------------------------------------------- backward
@@ -981,10 +984,6 @@ def _formatted_expressions(node) -> list[cst.BaseExpression]:
     if isinstance(node, cst.FormattedString):
         return [part.expression for part in node.parts if isinstance(part, cst.FormattedStringExpression)]
     return []
-
-
-def _is_false(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "False"
 
 
 def _keyed_by_string(node: cst.Subscript) -> bool:

@@ -14,6 +14,7 @@ import libcst as cst
 
 from gpumem_lint.semantic.class_facts import AttributeFact, Held
 from gpumem_lint.semantic.imports import dotted_name
+from gpumem_lint.semantic.literals import is_constant, keyword
 from gpumem_lint.semantic.values import AliasKind, Grad, Handle, State, Value
 
 #: Aliases autograd does not track back to their source.
@@ -51,9 +52,13 @@ class GradSemantics:
     def _self_module(self, place: str) -> str | None:
         """`self` in a method of an nn.Module subclass of this file is that module."""
         scope = self.scope
-        if place == "self" and scope.is_method and scope.classes is not None:
-            if scope.classes.is_module_class(scope.class_name):
-                return scope.class_name
+        if (
+            place == "self"
+            and scope.is_method
+            and scope.classes is not None
+            and scope.classes.is_module_class(scope.class_name)
+        ):
+            return scope.class_name
         return None
 
     def _parameter_grad(self, receiver: Value, parameters: Value) -> None:
@@ -117,7 +122,9 @@ class GradSemantics:
         module = self._constructed_module(node, qualified)
         applied = _module_class(callee)
         # `self.conv(x)`: a torch.nn module returns one tensor (but LSTM and a few return tuples).
-        tensor = applied is not None and applied in self.k.module_parameters and applied not in self.k.tuple_output_modules
+        tensor = (
+            applied is not None and applied in self.k.module_parameters and applied not in self.k.tuple_output_modules
+        )
         for handle in fresh:
             if module is not None:
                 handle.module = module
@@ -126,7 +133,7 @@ class GradSemantics:
             return
         if self._no_grad:
             grad = Grad.NO
-        elif _keyword_is(node, "requires_grad", "True") and (qualified or "").startswith("torch."):
+        elif is_constant(keyword(node, "requires_grad"), "True") and (qualified or "").startswith("torch."):
             for handle in fresh:
                 handle.grad, handle.leaf, handle.tensor = Grad.YES, True, True
             return
@@ -181,14 +188,4 @@ def _is_parameter(callee: Value | None) -> bool:
         callee is not None
         and bool(callee.handles)
         and all(h.storage.origin == "param" and h.kind is AliasKind.OWN and h.base is None for h in callee.handles)
-    )
-
-
-def _keyword_is(node: cst.Call, keyword: str, value: str) -> bool:
-    return any(
-        arg.keyword is not None
-        and arg.keyword.value == keyword
-        and isinstance(arg.value, cst.Name)
-        and arg.value.value == value
-        for arg in node.args
     )

@@ -21,6 +21,7 @@ import libcst as cst
 
 from gpumem_lint.knowledge import data_text
 from gpumem_lint.semantic.imports import dotted_name
+from gpumem_lint.semantic.literals import keyword
 from gpumem_lint.semantic.values import (
     EMPTY,
     AliasKind,
@@ -238,7 +239,7 @@ class ProcessSemantics:
 
     def _construct(self, node: cst.Call, kind: str, start_method: str | None, args, state: State) -> Value:
         if kind == "executor":
-            context = _keyword(node, "mp_context")
+            context = keyword(node, "mp_context")
             if context is not None:
                 start_method = self._context_method(context, state)
         if kind == "pipe":  # `a, b = mp.Pipe()`: both ends unpack to the connection object
@@ -257,7 +258,7 @@ class ProcessSemantics:
 
     def _spawn(self, node: cst.Call, qualified: str, args, state: State) -> Value:
         # spawn(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn")
-        method = _keyword(node, "start_method") or (
+        method = keyword(node, "start_method") or (
             _positional_argument(node, 5) if qualified.endswith("start_processes") else None
         )
         start_method = "spawn" if method is None else _literal_method(method)
@@ -283,11 +284,11 @@ class ProcessSemantics:
 
     def _task(self, node: cst.Call, kind: str, owner: ProcessObject, receives: str, sync: bool, args, state: State):
         positional = [arg.value for arg in node.args if arg.keyword is None]
-        target = positional[0] if positional else _keyword(node, "func") or _keyword(node, "fn")
+        target = positional[0] if positional else keyword(node, "func") or keyword(node, "fn")
         arguments: tuple[tuple[int | str, Value], ...] = ()
         if receives == "args" and kind == "pool":
             arguments = self._positional(_argument(node, 1, "args"), 0, state) + self._named(
-                _keyword(node, "kwds"), state
+                keyword(node, "kwds"), state
             )
         elif receives == "args":  # executor.submit(fn, *args, **kwargs)
             arguments = tuple(
@@ -421,20 +422,13 @@ def _union(values) -> Value:
     return Value(frozenset().union(*(value.handles for value in values)) if values else frozenset())
 
 
-def _keyword(node: cst.Call, name: str) -> cst.BaseExpression | None:
-    for arg in node.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
-
-
 def _positional_argument(node: cst.Call, position: int) -> cst.BaseExpression | None:
     positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
     return positional[position].value if position < len(positional) else None
 
 
 def _argument(node: cst.Call, position: int, name: str) -> cst.BaseExpression | None:
-    return _keyword(node, name) or _positional_argument(node, position)
+    return keyword(node, name) or _positional_argument(node, position)
 
 
 def _literal_method(node: cst.BaseExpression) -> str:

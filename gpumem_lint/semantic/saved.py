@@ -201,4 +201,3 @@ def _right_operand(node: cst.CSTNode) -> cst.CSTNode | None:
     if isinstance(node, cst.AugAssign):
         return node.value
     return None
-

@@ -10,6 +10,7 @@ import libcst as cst
 from gpumem_lint.knowledge import knowledge
 from gpumem_lint.semantic.class_facts import ClassFacts, ClassFactsBuilder, ClassTable
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
+from gpumem_lint.semantic.literals import is_constant, keyword
 from gpumem_lint.semantic.walk import Walker
 
 #: Annotations that say a parameter is not a tensor (`x += 1` rebinds it).
@@ -124,7 +125,7 @@ class ScopeCollector(Walker):
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
             self._functions[-1].trains = True
         if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" and node.args:
-            self._freezes |= _is_false(node.args[0].value)
+            self._freezes |= is_constant(node.args[0].value, "False")
         owner = self._method_owner()
         if owner is not None and isinstance(func, cst.Attribute) and _is_self(func.value):
             if func.attr.value in ("register_parameter", "register_buffer"):
@@ -143,7 +144,7 @@ class ScopeCollector(Walker):
                 self._functions[-1].tensor_places.add(place)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if _is_false(node.value) and any(
+        if is_constant(node.value, "False") and any(
             isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad" for t in node.targets
         ):
             self._freezes = True
@@ -187,7 +188,11 @@ class ScopeCollector(Walker):
         for info in self._all_classes:
             for place, call in info.pending:
                 qualified = self.imports.qualify(call.func) or ""
-                if qualified.startswith("torch.nn.") and qualified.rsplit(".", 1)[1] in inplace and _inplace_true(call):
+                if (
+                    qualified.startswith("torch.nn.")
+                    and qualified.rsplit(".", 1)[1] in inplace
+                    and is_constant(keyword(call, "inplace"), "True")
+                ):
                     info.inplace_modules.add(place)
             for method in info.methods:
                 method.inplace_modules = info.inplace_modules
@@ -205,22 +210,8 @@ class ScopeCollector(Walker):
         return self.scopes
 
 
-def _is_false(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "False"
-
-
 def _is_self(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "self"
-
-
-def _inplace_true(call: cst.Call) -> bool:
-    return any(
-        arg.keyword is not None
-        and arg.keyword.value == "inplace"
-        and isinstance(arg.value, cst.Name)
-        and arg.value.value == "True"
-        for arg in call.args
-    )
 
 
 def _no_grad_decorator(node: cst.BaseExpression) -> bool:

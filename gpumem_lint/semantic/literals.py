@@ -1,0 +1,18 @@
+"""Reading a call's arguments and Python's constants off the syntax tree."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    """The expression passed as `name=` to `call`, if any."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def is_constant(node: cst.BaseExpression | None, constant: str) -> bool:
+    """`node` is the literal `True`, `False` or `None`."""
+    return isinstance(node, cst.Name) and node.value == constant
