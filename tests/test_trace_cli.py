@@ -223,5 +223,18 @@ def test_missing_torch_is_a_usage_error_and_nothing_runs(tmp_path):
     )
     result = _run([sys.executable, "-c", blocker, str(script)], tmp_path)
     assert result.returncode == 2
-    assert "needs PyTorch" in result.stderr and "gpumem-lint[trace]" in result.stderr
+    assert "needs PyTorch" in result.stderr and "pip install torch " in result.stderr
+    assert "gpumem-lint[" not in result.stderr  # not on the package index: that install fails
     assert not marker.exists()
+
+
+def test_the_install_hint_names_what_the_trace_extra_installs():
+    """The hint installs by hand what `pip install '.[trace]'` would from a clone: torch, and only torch."""
+    from gpumem_lint.trace.command import INSTALL_HINT
+
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    names = [re.match(r"[A-Za-z0-9_.-]+", requirement).group(0) for requirement in extra["trace"]]
+    assert names == ["torch"]
+    assert INSTALL_HINT.startswith("pip install torch ")

@@ -42,10 +42,15 @@ class UsageError(Exception):
     pass
 
 
+#: What trace needs beyond the linter is torch alone (pyproject's [trace] extra); gpumem-lint is not on PyPI, so
+#: `pip install 'gpumem-lint[trace]'` fails. The CUDA builds are chosen on pytorch.org's install page.
+INSTALL_HINT = "pip install torch (a CUDA build: https://pytorch.org/get-started/locally/)"
+
+
 def run_trace(options: TraceOptions) -> None:
     """Never returns: the process ends with the program's exit status (see the module docstring)."""
     if not _importable("torch"):
-        raise UsageError("`gpumem-lint trace` needs PyTorch in this environment: pip install 'gpumem-lint[trace]'")
+        raise UsageError(f"`gpumem-lint trace` needs PyTorch in this environment: {INSTALL_HINT}")
     if options.script is not None:
         _check_readable(options.script)
     if options.output_file is not None:
