@@ -4,12 +4,13 @@ source file, what the static check found, what the run observed, and the (row, c
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gpumem_lint.diagnostics import Diagnostic, Position, Severity
-from gpumem_lint.trace.crossref import cross_reference
+from gpumem_lint.trace.crossref import cross_reference, summary
 from gpumem_lint.trace.findings import Finding
 from gpumem_lint.trace.sites import Site
 
@@ -110,3 +111,37 @@ def test_with_the_static_check_off_a_finding_does_not_claim_it_missed_something(
     [diagnostic] = cross_reference([observed(path, 6)], [], [], set(), SELECTED, static_checked=False)
     assert diagnostic.status == "static-check-off"
     assert diagnostic.message.startswith("seen at run time (static check off): ")
+
+
+def test_the_summary_counts_what_the_run_observed_apart_from_the_static_findings_it_did_not(tmp_path):
+    """Issue 19 item 6: `check`'s "Found N errors" counted every static finding of a trace report as found."""
+    path = tmp_path / "train.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    warning = replace(static(path, 4, "GML102"), severity=Severity.WARNING)
+    report = cross_reference(
+        [observed(path, 6, related_row=7), observed(path, 10, "GML101")],
+        [],
+        [static(path, 6), warning, static(path, 9, "GML106")],
+        {(str(path), 9)},
+        SELECTED,
+    )
+    assert summary(report) == [
+        "Found 2 errors at run time (1 confirmed, 1 runtime-only).",
+        "2 static findings not observed (1 reached-not-observed, 1 not-reached).",
+    ]
+    assert summary([d for d in report if d.source == "check"]) == [
+        "No hazards observed.",
+        "2 static findings not observed (1 reached-not-observed, 1 not-reached).",
+    ]
+    assert summary([d for d in report if d.source == "trace"]) == [
+        "Found 2 errors at run time (1 confirmed, 1 runtime-only)."
+    ]
+
+
+def test_the_summary_counts_warnings_as_warnings(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    found = cross_reference([observed(path, 6)], [], [static(path, 6)], set(), SELECTED)
+    warnings = [replace(d, severity=Severity.WARNING) for d in found]
+    assert summary(warnings) == ["Found 1 warning at run time (1 confirmed)."]
+    assert summary([]) == ["No hazards observed."]

@@ -85,6 +85,8 @@ def run_trace(options: TraceOptions) -> None:
     session.install()
     if options.module is not None:
         outcome = launcher.run_module(options.module, options.args, session.on_uncaught)
+    elif is_notebook(options.script):
+        outcome = launcher.run_notebook(options.script, options.args, session.on_uncaught)
     else:
         outcome = launcher.run_script(options.script, options.args, session.on_uncaught)
     launcher.shut_down()
@@ -123,6 +125,7 @@ def _report(observation, options: TraceOptions, script: str | None) -> bool:
         from gpumem_lint.config import load_settings
         from gpumem_lint.selection import RuleSelection
         from gpumem_lint.trace.crossref import cross_reference, static_findings
+        from gpumem_lint.trace.notebooks import to_cells
 
         selected = frozenset(RuleSelection.from_settings(load_settings([script or "."], options.overrides)).codes)
         static = []
@@ -137,19 +140,27 @@ def _report(observation, options: TraceOptions, script: str | None) -> bool:
             static_checked=options.static,
             stopped_by=observation.stopped_by,
         )
+        diagnostics = to_cells(diagnostics, [*observation.files, *([script] if script else [])])
         console_options = {"soft_wrap": True, "markup": False, "emoji": False, "highlight": False}
         if options.output_file is not None:
             with options.output_file.open("w", encoding="utf-8") as stream:
-                console = Console(file=stream, no_color=True, color_system=None, **console_options)
-                write_report(diagnostics, console, options.output_format, quiet=options.quiet)
+                _write(diagnostics, Console(file=stream, no_color=True, color_system=None, **console_options), options)
         else:
-            write_report(
-                diagnostics, Console(stderr=True, **console_options), options.output_format, quiet=options.quiet
-            )
+            _write(diagnostics, Console(stderr=True, **console_options), options)
         return any(d.source == "trace" for d in diagnostics)
     except Exception as error:
         print(f"gpumem-lint trace: error: could not write the report ({error!r})", file=sys.stderr)
         return False
+
+
+def _write(diagnostics, console: Console, options: TraceOptions) -> None:
+    """`check`'s report, but the summary of a run (crossref.summary): what was observed, apart from what was not."""
+    from gpumem_lint.trace.crossref import summary
+
+    write_report(diagnostics, console, options.output_format, quiet=True)
+    if not options.quiet and options.output_format in (OutputFormat.FULL, OutputFormat.CONCISE):
+        for line in summary(diagnostics):
+            console.print(line)
 
 
 def _importable(name: str) -> bool:
@@ -167,11 +178,26 @@ def _script_path(options: TraceOptions) -> str | None:
 
 
 def _check_readable(script: str) -> None:
-    """A script python could not open is a usage error: nothing runs, so there is nothing to report."""
+    """A script python could not open, or a notebook that is not one, is a usage error: nothing runs, so there is
+    nothing to report."""
     try:
-        Path(script).open("rb").close()
+        data = Path(script).read_bytes()
     except OSError as error:
         raise UsageError(f"{script}: cannot open the script to trace: {error.strerror or error}") from None
+    if is_notebook(script):
+        from gpumem_lint.notebook import NotebookError, read_notebook
+
+        try:
+            read_notebook(data)
+        except NotebookError as error:
+            raise UsageError(f"{script}: {error}") from None
+
+
+def is_notebook(script: str | None) -> bool:
+    """A notebook runs as its code cells (launcher.run_notebook), like `jupyter nbconvert --execute`."""
+    from gpumem_lint.notebook import SUFFIX
+
+    return script is not None and script.endswith(SUFFIX)
 
 
 def _check_writable(path: Path) -> None:

@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import ast
 import os
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from gpumem_lint.config import CliOverrides, load_settings
 from gpumem_lint.diagnostics import Diagnostic, Position, RelatedLocation, Severity
-from gpumem_lint.engine import lint_path
+from gpumem_lint.engine import lint_path, lint_source
 from gpumem_lint.noqa import parse_suppressions
+from gpumem_lint.output import counted, plural
 from gpumem_lint.rules import RULES_BY_CODE
 from gpumem_lint.selection import RuleSelection
 from gpumem_lint.source import decode_source
+from gpumem_lint.trace import notebooks
 from gpumem_lint.trace.codes import FALLBACK_RULES
 from gpumem_lint.trace.findings import FAILED_HERE, Finding
 from gpumem_lint.trace.sites import Site, display_path
@@ -52,7 +55,14 @@ def static_findings(files: Sequence[Path], overrides: CliOverrides) -> list[Diag
     for path in files:
         settings = load_settings([str(path)], overrides)
         codes = RuleSelection.from_settings(settings).codes_for(path)
-        diagnostics.extend(lint_path(path, display_path(str(path)), [RULES_BY_CODE[code] for code in codes]))
+        rules = [RULES_BY_CODE[code] for code in codes]
+        if notebooks.is_notebook(path):
+            # In the rows of its joined cells, as the run's sites count them (notebooks.to_cells maps the report).
+            notebook = notebooks.read(os.path.realpath(path))
+            if notebook is not None:
+                diagnostics.extend(lint_source(notebook.text, display_path(str(path)), rules))
+            continue
+        diagnostics.extend(lint_path(path, display_path(str(path)), rules))
     return [d for d in diagnostics if d.code in RULES_BY_CODE and not d.code.startswith("GML0")]
 
 
@@ -92,6 +102,23 @@ def cross_reference(
             verdict, prefix = _unobserved(reached, stopped_by)
             report.append(replace(diagnostic, message=prefix + diagnostic.message, source="check", status=verdict))
     return sorted(report, key=lambda d: d.sort_key)
+
+
+def summary(report: Sequence[Diagnostic]) -> list[str]:
+    """The report's last lines: the hazards this run observed, by severity and status; then, apart, the static
+    findings it did not observe (`check`'s own count would take those for hazards found)."""
+    observed = [d for d in report if d.source == "trace"]
+    unobserved = [d for d in report if d.source != "trace"]
+    lines = [f"Found {counted(observed)} at run time ({_by_status(observed)})." if observed else "No hazards observed."]
+    if unobserved:
+        lines.append(f"{plural(len(unobserved), 'static finding')} not observed ({_by_status(unobserved)}).")
+    return lines
+
+
+def _by_status(report: Sequence[Diagnostic]) -> str:
+    statuses = Counter(d.status for d in report)
+    order = (CONFIRMED, RUNTIME_ONLY, STATIC_OFF, REACHED, NOT_REACHED, NOT_TRACED)
+    return ", ".join(f"{statuses[status]} {status}" for status in order if statuses[status])
 
 
 def _unobserved(reached: bool, stopped_by: str | None) -> tuple[str, str]:
@@ -232,6 +259,9 @@ _LINES: dict[str, list[str]] = {}
 
 
 def _source_lines(path: str) -> list[str]:
+    if path not in _LINES and notebooks.is_notebook(path):
+        notebook = notebooks.read(os.path.realpath(path))
+        _LINES[path] = notebook.text.splitlines() if notebook is not None else []
     if path not in _LINES:
         try:
             _LINES[path] = decode_source(Path(path).read_bytes()).splitlines()

@@ -11,10 +11,13 @@ from __future__ import annotations
 import atexit
 import builtins
 import itertools
+import linecache
 import os
+import re
 import runpy
 import sys
 import threading
+import traceback
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +51,38 @@ def run_script(path: str, args: list[str], on_uncaught: Callable[[BaseException]
     return _run(body, on_uncaught)
 
 
+def run_notebook(path: str, args: list[str], on_uncaught: Callable[[BaseException], None]) -> Outcome:
+    """A notebook's code cells in order in one `__main__` namespace, as `jupyter nbconvert --execute` runs them:
+    each cell is compiled when its turn comes (a syntax error in cell 3 ends the run after cells 1 and 2 ran),
+    with IPython syntax masked as the linter masks it (`notebook.mask`). Code objects carry the notebook's path
+    and the rows of its joined code cells (`Notebook.text`), which the report maps back to cells; linecache holds
+    that text, so a traceback quotes the cell's line. As under Jupyter, `__main__` has no `__file__`."""
+    from gpumem_lint.notebook import read_notebook
+
+    absolute = os.path.abspath(path)
+    notebook = read_notebook(Path(absolute).read_bytes())  # the command checked that it reads
+    main = _fresh_main()
+    sys.argv = [path, *args]
+    sys.path[0] = os.path.dirname(absolute)
+    text = notebook.text
+    lines = text.splitlines(keepends=True)
+    linecache.cache[absolute] = (len(text), None, lines, absolute)  # mtime None: checkcache keeps it
+
+    def body() -> None:
+        row = 1
+        for cell in notebook.cells:
+            try:
+                code = compile("\n" * (row - 1) + cell.masked, absolute, "exec", dont_inherit=True)
+            except SyntaxError as error:
+                if error.lineno is not None and 0 < error.lineno <= len(lines):
+                    error.text = lines[error.lineno - 1]  # compile() quoted the line from the file, the JSON
+                raise
+            exec(code, main.__dict__)
+            row += cell.rows
+
+    return _run(body, on_uncaught, _cell_traceback_printer(absolute, notebook))
+
+
 def run_module(name: str, args: list[str], on_uncaught: Callable[[BaseException], None]) -> Outcome:
     _fresh_main()
     sys.argv = ["-m", *args]  # runpy puts the module's file in argv[0], as `python -m` does
@@ -70,17 +105,18 @@ def _fresh_main() -> types.ModuleType:
     return main
 
 
-def _run(body, on_uncaught: Callable[[BaseException], None]) -> Outcome:
+def _run(body, on_uncaught: Callable[[BaseException], None], print_uncaught=None) -> Outcome:
     """`on_uncaught` sees the exception that ends the program (after its traceback is printed): evidence."""
+    print_uncaught = print_uncaught or _print_uncaught
     try:
         body()
     except SystemExit as exit_:
         return Outcome(_system_exit_code(exit_.code))
     except KeyboardInterrupt as error:
-        _print_uncaught(error)
+        print_uncaught(error)
         return Outcome(130, interrupted=True)
     except BaseException as error:
-        _print_uncaught(error)
+        print_uncaught(error)
         on_uncaught(error)
         return Outcome(1)
     return Outcome(0)
@@ -100,6 +136,31 @@ def _print_uncaught(error: BaseException) -> None:
     _strip_own_frames(error, set())
     sys.stderr.flush()
     sys.excepthook(type(error), error, error.__traceback__)
+
+
+def _cell_traceback_printer(absolute: str, notebook) -> Callable[[BaseException], None]:
+    """A notebook's traceback names the cell and its row (`File "nb.ipynb", cell 3, line 2`). The traceback
+    module prints it, which quotes lines from linecache (the interpreter's own printer reads them from the file,
+    the notebook's JSON); an `sys.excepthook` the program set is called as for a script."""
+    frame_line = re.compile(rf'^(\s*File "{re.escape(absolute)}", )line (\d+)', re.MULTILINE)
+
+    def in_cell(match: re.Match) -> str:
+        cell, row = notebook.cell_at(int(match.group(2)))
+        return f"{match.group(1)}cell {cell.number}, line {row}"
+
+    hook = sys.excepthook  # the interpreter's (or the CLI library's, which calls it) before the program runs
+
+    def print_uncaught(error: BaseException) -> None:
+        if sys.excepthook is not hook:
+            _print_uncaught(error)
+            return
+        _strip_own_frames(error, set())
+        sys.stderr.flush()
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        sys.stderr.write(frame_line.sub(in_cell, text))
+        sys.stderr.flush()
+
+    return print_uncaught
 
 
 def _launcher_dirs() -> tuple[str, ...]:
@@ -135,6 +196,7 @@ def _strip_own_frames(error: BaseException | None, seen: set[int]) -> None:
         first.tb_next = second
     if entries:
         entries[-1].tb_next = None
-        error.__traceback__ = entries[0]
+    # None when every frame was ours: a syntax error in the program, which python prints without a traceback.
+    error.__traceback__ = entries[0] if entries else None
     _strip_own_frames(error.__cause__, seen)
     _strip_own_frames(error.__context__, seen)
