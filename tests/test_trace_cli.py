@@ -43,6 +43,10 @@ PROGRAMS = {
         except KeyError as error:
             raise ValueError("no such entry") from error
     """,
+    "a syntax error (no traceback, none of the tracer's frames)": """
+        print("never")
+        total = (1 +
+    """,
     "KeyboardInterrupt": """
         print("before")
         raise KeyboardInterrupt

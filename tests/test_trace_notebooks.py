@@ -180,3 +180,33 @@ def test_a_file_that_is_not_a_notebook_is_a_usage_error(tmp_path):
     assert result.returncode == 2
     assert "broken.ipynb: not a notebook" in result.stderr
     assert result.stdout == ""
+
+
+RANKS = _notebook(
+    _code("import torch\nimport torch.distributed as dist\n"),
+    _code('dist.init_process_group("gloo")\nrank = dist.get_rank()\nweights = torch.ones(4)\n'),
+    _code(
+        "if rank == 1:\n    snapshot = weights.detach()\n    weights.add_(1)\n"
+        "    print('delta', (weights - snapshot).tolist())\n"
+    ),
+    _code("dist.all_reduce(weights)\nprint(rank, weights.tolist())\ndist.destroy_process_group()\n"),
+)
+
+
+def test_a_notebook_on_two_ranks_reports_the_cell_and_the_rank(tmp_path):
+    distributed = pytest.importorskip("torch.distributed")
+    if not distributed.is_available() or not distributed.is_gloo_available():
+        pytest.skip("needs torch.distributed with gloo")
+    (tmp_path / "ranks.ipynb").write_text(RANKS, encoding="utf-8")
+    command = _trace("--nproc-per-node", "2", "--output-format", "json", "-o", "report.json", "ranks.ipynb")
+    result = _run(command, tmp_path)
+    assert result.returncode == 1, result.stderr
+    # The ranks print concurrently: the same lines in an order neither fixes. The alias still sees the write.
+    assert sorted(result.stdout.splitlines()) == [
+        "0 [3.0, 3.0, 3.0, 3.0]",
+        "1 [3.0, 3.0, 3.0, 3.0]",
+        "delta [0.0, 0.0, 0.0, 0.0]",
+    ]
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert [_place(finding) for finding in report] == [("GML103", 3, 3, "trace", "confirmed")]
+    assert report[0]["message"].endswith("on rank 1]")
