@@ -39,9 +39,9 @@ if TYPE_CHECKING:
 
 #: Class text that links its methods to each other in the shared semantic model
 #: (scopes.py: `self.act = nn.ReLU(inplace=True)` in `__init__` makes `self.act(x)` a write in `forward`;
-#: class_facts.py: `self.w = nn.Parameter(...)`, `self.fc = nn.Linear(...)`, `register_buffer` say what
-#: `self.w`, `self.fc.weight` hold in every method).
-CLASS_LINKS = re.compile(r"inplace|Parameter|register_(?:parameter|buffer)|=\s*(?:torch\.)?nn\.[A-Z]")
+#: class_facts.py: `self.w = nn.Parameter(...)`, `self.fc = nn.Linear(...)`, `register_buffer`, `x.expand(...)`
+#: say what `self.w`, `self.fc.weight` hold in every method).
+CLASS_LINKS = re.compile(r"inplace|Parameter|register_(?:parameter|buffer)|=\s*(?:torch\.)?nn\.[A-Z]|\.expand(?:_as)?\(|broadcast_to\(")
 
 #: Off: every file is parsed in full (bench/fast_path_equality.py compares the two).
 enabled = True

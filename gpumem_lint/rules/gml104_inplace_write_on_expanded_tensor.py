@@ -11,7 +11,9 @@ class InplaceWriteOnExpandedTensor(Rule):
     """
     ## What it does
     Flags an in-place write (`add_`, `+=`, `x[:] = …`, `out=`) to the result of
-    `expand`, `expand_as`, `broadcast_to` or `torch.broadcast_tensors`.
+    `expand`, `expand_as`, `broadcast_to` or `torch.broadcast_tensors`, also when the
+    expanded view is kept in an attribute or a buffer (`register_buffer("m", t.expand(n, -1))`
+    in `__init__`) and written in another method.
 
     ## Why is this bad?
     An expanded tensor repeats its source with a stride of 0: many of its elements are
@@ -72,6 +74,24 @@ def scaled(mask, n):
 """,
     )
     INVALID = (
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Tiled(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("mask", torch.ones(1, 4).expand(n, -1))
+
+    def forward(self, x):
+        self.mask.mul_(0.5)
+        return x * self.mask
+
+Tiled(3)(torch.ones(3, 4))
+""",
+            (11,),
+        ),
         Invalid(
             """
 import torch

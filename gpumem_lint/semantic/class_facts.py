@@ -25,12 +25,14 @@ class Held(str, Enum):
     PARAMETER = "parameter"  # a leaf that requires grad
     BUFFER = "buffer"  # module state that does not
     MODULE = "module"  # a submodule, of the class in `AttributeFact.module`
+    EXPANDED = "expanded"  # an `expand` / `broadcast_to` view: elements share memory
 
 
 @dataclass(frozen=True)
 class AttributeFact:
     held: Held
     module: str | None = None  # "torch.nn.Linear", or the name of a class of this file
+    source: cst.CSTNode | None = field(default=None, compare=False)  # the expression that made it
 
 
 @dataclass
@@ -119,6 +121,9 @@ class ClassFactsBuilder:
         if held is Held.PARAMETER and (parameter is None or is_constant(parameter, "None")):
             self._merge(owner, attribute, None)
             return
+        if held is Held.BUFFER and parameter is not None and self._expands(parameter):
+            self._merge(owner, attribute, AttributeFact(Held.EXPANDED, source=parameter))
+            return
         self._merge(owner, attribute, AttributeFact(held))
 
     def table(self) -> ClassTable:
@@ -130,6 +135,8 @@ class ClassFactsBuilder:
     def _fact(self, value: cst.BaseExpression | None, table: ClassTable) -> AttributeFact | None:
         if not isinstance(value, cst.Call):
             return None
+        if self._expands(value):
+            return AttributeFact(Held.EXPANDED, source=value)
         name = dotted_name(value.func)
         if name is None:
             return None
@@ -142,6 +149,18 @@ class ClassFactsBuilder:
         if qualified is None and table.is_module_class(name):
             return AttributeFact(Held.MODULE, name)
         return None
+
+    def _expands(self, value: cst.BaseExpression) -> bool:
+        """`x.expand(n, -1)`, `x.expand_as(y)`, `torch.broadcast_to(x, s)`: a view repeating elements."""
+        if not isinstance(value, cst.Call) or not value.args:
+            return False
+        k = knowledge()
+        func = value.func
+        if isinstance(func, cst.Attribute) and func.attr.value in k.expand_methods:
+            qualified = self._imports.qualify(func)
+            return qualified is None or qualified.startswith("torch.")  # not `sympy.expand(e)`
+        qualified = self._imports.qualify(func) or ""
+        return qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in k.expand_functions
 
     def _merge(self, owner: ClassFacts, attribute: str, fact: AttributeFact | None) -> None:
         if attribute in owner.attributes and owner.attributes[attribute] != fact:

@@ -33,6 +33,9 @@ class GradSemantics:
             handle.module = fact.module
             return
         handle.tensor = True
+        if fact.held is Held.EXPANDED:  # `self.pos = self.table.expand(n, -1)` in `__init__`
+            handle.kind, handle.node = AliasKind.EXPAND, fact.source
+            return
         if fact.held is Held.BUFFER or any(h.grad is Grad.NO for h in owner):
             handle.grad = Grad.NO  # a buffer, or a parameter of a frozen module
         elif not self.scope.freezes_parameters:
