@@ -145,6 +145,36 @@ def sgd(model, x):
     INVALID = (
         Invalid(
             """
+import math
+
+import torch
+import torch.nn as nn
+
+def sinusoidal(table):
+    positions = torch.arange(table.shape[0]).unsqueeze(1)
+    table[:, 0::2] = torch.sin(positions / math.pi)
+
+embedding = nn.Embedding(6, 4)
+sinusoidal(embedding.weight)
+""",
+            (12,),
+            fixed="""
+import math
+
+import torch
+import torch.nn as nn
+
+def sinusoidal(table):
+    positions = torch.arange(table.shape[0]).unsqueeze(1)
+    table[:, 0::2] = torch.sin(positions / math.pi)
+
+embedding = nn.Embedding(6, 4)
+with torch.no_grad():
+    sinusoidal(embedding.weight)
+""",
+        ),
+        Invalid(
+            """
 import torch
 import torch.nn as nn
 
@@ -265,13 +295,19 @@ with torch.no_grad():
                 leaf = _written_leaf(write)
                 if leaf is None:
                     continue
-                what = "a view of a leaf" if _through_view(write, leaf) else "a leaf"
-                yield Report(
-                    write.node,
-                    f"{write_text(ctx, write)} writes in place to {what} that requires grad: autograd raises "
-                    f"`{what} Variable that requires grad is being used in an in-place operation`",
-                    fix=under_no_grad(ctx, write.node),
-                )
+                if write.callee is not None:  # a function of this file that writes its argument
+                    message = (
+                        f"{write_text(ctx, write)} hands a leaf that requires grad to `{write.callee}`, which writes "
+                        "it in place: autograd raises `leaf Variable that requires grad is being used in an "
+                        "in-place operation`"
+                    )
+                else:
+                    what = "a view of a leaf" if _through_view(write, leaf) else "a leaf"
+                    message = (
+                        f"{write_text(ctx, write)} writes in place to {what} that requires grad: autograd raises "
+                        f"`{what} Variable that requires grad is being used in an in-place operation`"
+                    )
+                yield Report(write.node, message, fix=under_no_grad(ctx, write.node))
 
 
 def _through_view(write: Write, leaf: Handle) -> bool:
@@ -288,6 +324,6 @@ def _through_view(write: Write, leaf: Handle) -> bool:
 
 def _written_leaf(write: Write) -> Handle | None:
     """The grad-requiring leaf a write reaches, when autograd would see the write."""
-    if write.no_grad or write.init or write.module or write.rebinds or write.callee is not None:
+    if write.no_grad or write.init or write.module or write.rebinds:
         return None
     return write.writer.grad_leaf()

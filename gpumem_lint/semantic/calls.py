@@ -33,6 +33,7 @@ class Mutator:
     name: str
     params: tuple[str, ...]
     mutated: frozenset[str]
+    if_tensor: frozenset[str] = frozenset()  # written by `+=` / `[i] =`: only when the caller passes a tensor
 
 
 class CallSemantics:
@@ -289,7 +290,8 @@ class CallSemantics:
                 else (mutator.params[position] if position < len(mutator.params) else None)
             )
             # Only a named tensor is known to be the caller's own: `f(x[mask])` passes a copy.
-            if name in mutator.mutated and dotted_name(arg.value) is not None:
+            written = name in mutator.mutated or (name in mutator.if_tensor and value.tensor)
+            if written and dotted_name(arg.value) is not None:
                 self._write(value, node, f"{mutator.name}()", state, callee=mutator.name)
 
     def _write_modules(self, values: list[Value], node: cst.CSTNode, state: State) -> None:

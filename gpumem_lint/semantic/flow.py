@@ -81,8 +81,10 @@ class ScopeFacts:
         storage = write.storage
         return storage.origin == "param" and storage.label in self.scope.optional_params and storage in self.returned
 
-    def argument_writes(self) -> list[Write]:
-        """In-place writes to tensors the caller passed in, other than on purpose."""
+    def argument_writes(self, evidence_needed: bool = True) -> list[Write]:
+        """In-place writes to tensors the caller passed in, other than on purpose. `+=` and `[i] =`
+        also work on ints and lists: they count only with evidence of a tensor, unless the caller
+        asks what the function writes *if* its argument is a tensor (`evidence_needed=False`)."""
         found = []
         for write in self.writes:
             name = write.storage.label
@@ -90,14 +92,13 @@ class ScopeFacts:
                 continue
             if write.writer.kind in _DELIBERATE_OR_ERROR or any(h.element for h in write.writer.chain()):
                 continue  # items of a caller's list of tensors: the functional-optimizer idiom
-            # `+=` and `[i] =` also work on ints and lists: they need evidence of a tensor.
             evidence = self.scope.params.get(name) is True and name != self.scope.assumed_tensor
-            if write.certain or evidence:
+            if write.certain or evidence or not evidence_needed:
                 found.append(write)
         return found
 
-    def mutated_params(self) -> frozenset[str]:
-        return frozenset(write.storage.label for write in self.argument_writes())
+    def mutated_params(self, evidence_needed: bool = True) -> frozenset[str]:
+        return frozenset(write.storage.label for write in self.argument_writes(evidence_needed))
 
 
 class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemantics, OverlapSemantics):

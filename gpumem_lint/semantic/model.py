@@ -44,7 +44,7 @@ def _mutators(facts: list[ScopeFacts]) -> dict[str, Mutator]:
         scope = fact.scope
         if not scope.is_function or scope.is_method or scope.enclosing or scope.mentions_inplace:
             continue  # an `inplace` flag makes the mutation the caller's choice
-        mutated = fact.mutated_params()
-        if mutated:
-            found[scope.name] = Mutator(scope.name, tuple(scope.all_params), mutated)
+        mutated, if_tensor = fact.mutated_params(), fact.mutated_params(evidence_needed=False)
+        if if_tensor:
+            found[scope.name] = Mutator(scope.name, tuple(scope.all_params), mutated, if_tensor - mutated)
     return found
