@@ -290,9 +290,10 @@ def _op_text(ctx: FileContext, saving: Saving) -> str:
 
 
 def _runs_backward(facts: ScopeFacts) -> bool:
-    """Code whose graph is differentiated: it calls `backward()`, or it is a module's `forward`."""
+    """Code whose graph is differentiated: it calls `backward()`, a caller that does hands it tensors that
+    require grad, or it is a module's `forward`."""
     scope = facts.scope
-    if scope.trains:
+    if scope.trains or facts.called_by_training:
         return True
     return (
         scope.is_method

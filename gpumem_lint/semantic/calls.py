@@ -98,6 +98,12 @@ class CallSemantics:
             if name == "zip":
                 self._zip_parts[id(node)] = parts  # `for a, b in zip(xs, ys)` binds them apart
             return Value(frozenset().union(*(part.handles for part in parts)), container=True)
+        if type(func) is cst.Name and not self._no_grad:  # what a same-file function receives (model.py `_passed`)
+            self.outgoing.setdefault(func.value, []).extend(
+                (arg.keyword.value if arg.keyword is not None else position, value)
+                for position, (arg, value) in enumerate(zip(node.args, args))
+                if not arg.star
+            )
         if name in self.mutators:
             self._write_mutated_arguments(self.mutators[name], node, args, state)
         if name is not None and _is_training_call(name.rsplit(".", 1)[-1]):

@@ -35,6 +35,7 @@ from gpumem_lint.semantic.values import (
     AliasKind,
     Grad,
     Handle,
+    Passed,
     Read,
     Role,
     State,
@@ -73,6 +74,8 @@ class ScopeFacts:
     processes: ProcessFacts = field(default_factory=ProcessFacts)
     saved_writes: list[SavedWrite] = field(default_factory=list)  # in-place writes to what backward needs
     overlaps: list[Overlap] = field(default_factory=list)  # writes reading memory they write
+    outgoing: dict[str, list[tuple[int | str, Value]]] = field(default_factory=dict)  # calls to bare names
+    called_by_training: bool = False  # a caller that calls backward() passes it a tensor requiring grad
     returned: frozenset[Storage] = frozenset()  # the memory of what the function returns
 
     def is_output_buffer(self, write: Write) -> bool:
@@ -102,10 +105,18 @@ class ScopeFacts:
 
 
 class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemantics, OverlapSemantics):
-    def __init__(self, scope: Scope, imports: ImportTable, mutators: dict[str, Mutator] | None = None) -> None:
+    def __init__(
+        self,
+        scope: Scope,
+        imports: ImportTable,
+        mutators: dict[str, Mutator] | None = None,
+        passed: dict[str, Passed] | None = None,
+    ) -> None:
         self.scope = scope
         self.imports = imports
         self.mutators = mutators or {}
+        self.passed = passed or {}  # what this file's callers pass for each parameter
+        self.outgoing: dict[str, list[tuple[int | str, Value]]] = {}  # arguments of calls to bare names
         self.k: Knowledge = knowledge()
         self.writes: dict[tuple[int, int], Write] = {}
         self.reads: dict[tuple[int, int, int], Read] = {}
@@ -139,6 +150,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             handle = self._handle(("param", name), storage, AliasKind.OWN, None, tensor=bool(tensor))
             if tensor and self.scope.name == "forward" and self.scope.is_method:
                 handle.grad = Grad.MAY  # a module's input: the previous layer's activations
+            if name in self.passed:  # `sinusoidal(embedding.weight)`: the caller's grad leaf
+                handle.grad, handle.leaf, handle.tensor = self.passed[name].grad, self.passed[name].leaf, True
             state.env[name] = frozenset({handle})
         for place in self.scope.inplace_modules:
             storage = self._storage(("module", place), place, "external")
@@ -162,6 +175,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             saved_writes=list(self.saved_writes.values()),
             overlaps=list(self.overlaps.values()),
             returned=frozenset(self._returned),
+            outgoing=self.outgoing,
+            called_by_training=any(passed.training for passed in self.passed.values()),
         )
 
     # ---------------------------------------------------------- statements

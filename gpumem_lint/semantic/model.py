@@ -9,6 +9,7 @@ import libcst as cst
 from gpumem_lint.semantic.flow import Mutator, ScopeAnalyzer, ScopeFacts
 from gpumem_lint.semantic.imports import ImportTable
 from gpumem_lint.semantic.scopes import ScopeCollector
+from gpumem_lint.semantic.values import Grad, Passed
 
 
 @dataclass
@@ -24,17 +25,46 @@ class SemanticModel:
         scopes = collector.finish()
         facts = [ScopeAnalyzer(scope, collector.imports).run() for scope in scopes]
         mutators = _mutators(facts)
-        if mutators:
-            # Second pass, only where needed: a call to a function that writes its
-            # argument is a write at the call site, so the caller's later reads count.
+        passed = _passed(facts)
+        if mutators or passed:
+            # Second pass, only where needed: a call to a function that writes its argument is a
+            # write at the call site, so the caller's later reads count; a function whose callers
+            # pass tensors that require grad starts from what they pass.
             facts = [
-                ScopeAnalyzer(f.scope, collector.imports, mutators).run() if f.scope.calls & mutators.keys() else f
+                ScopeAnalyzer(f.scope, collector.imports, mutators, passed.get(id(f.scope))).run()
+                if f.scope.calls & mutators.keys() or id(f.scope) in passed
+                else f
                 for f in facts
             ]
         return cls(module, collector.imports, facts)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
+
+
+def _passed(facts: list[ScopeFacts]) -> dict[int, dict[str, Passed]]:
+    """For each module-level function (by id of its scope), the parameters its callers in this file
+    pass a tensor that (may) require grad, joined over the calls."""
+    functions = {
+        f.scope.name: f.scope for f in facts if f.scope.is_function and not f.scope.is_method and not f.scope.enclosing
+    }
+    found: dict[int, dict[str, Passed]] = {}
+    for caller in facts:
+        for name, arguments in caller.outgoing.items():
+            callee = functions.get(name)
+            if callee is None or callee is caller.scope:
+                continue
+            for key, value in arguments:
+                parameter = (
+                    key if isinstance(key, str) else (callee.all_params[key] if key < len(callee.all_params) else None)
+                )
+                grad = max((h.grad for h in value.handles), default=Grad.UNKNOWN)
+                if parameter not in callee.params or grad < Grad.MAY:
+                    continue
+                passed = Passed(grad, any(h.grad_leaf() is not None for h in value.handles), caller.scope.trains)
+                table = found.setdefault(id(callee), {})
+                table[parameter] = table[parameter].join(passed) if parameter in table else passed
+    return found
 
 
 def _mutators(facts: list[ScopeFacts]) -> dict[str, Mutator]:

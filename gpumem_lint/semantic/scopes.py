@@ -127,9 +127,9 @@ class ScopeCollector(Walker):
         if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" and node.args:
             self._freezes |= is_constant(node.args[0].value, "False")
         owner = self._method_owner()
-        if owner is not None and isinstance(func, cst.Attribute) and _is_self(func.value):
-            if func.attr.value in ("register_parameter", "register_buffer"):
-                self._class_facts.register(owner.facts, node)
+        registers = isinstance(func, cst.Attribute) and func.attr.value in ("register_parameter", "register_buffer")
+        if owner is not None and registers and _is_self(func.value):
+            self._class_facts.register(owner.facts, node)
 
     def visit_Name(self, node: cst.Name) -> None:
         if "inplace" in node.value.lower():

@@ -44,6 +44,18 @@ class Grad(IntEnum):
     YES = 3  # a Parameter, `requires_grad=True`, or computed from one outside no-grad
 
 
+class Passed(NamedTuple):
+    """What callers pass for one parameter: the most grad any passes, whether one passes a grad
+    leaf, and whether a caller that trains (calls `backward()`) passes it."""
+
+    grad: Grad
+    leaf: bool
+    training: bool
+
+    def join(self, other: Passed) -> Passed:
+        return Passed(max(self.grad, other.grad), self.leaf or other.leaf, self.training or other.training)
+
+
 class Role(str, Enum):
     """What a non-tensor object does to tensors when used."""
 
