@@ -257,6 +257,22 @@ Head()([torch.randn(1, 3, 8, 8), torch.randn(1, 3, 4, 4)]).sum().backward()
 """,
             (13,),
         ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+def flipped_probabilities(logits, target):
+    prob = logits.sigmoid()
+    prob[target == 0] = 1 - prob[target == 0]
+    return -(prob.clamp(min=1e-6).log()).mean()
+
+model = nn.Linear(4, 3)
+loss = flipped_probabilities(model(torch.randn(2, 4)), torch.tensor([[1, 0, 1], [0, 0, 1]]))
+loss.backward()
+""",
+            (7,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
