@@ -145,6 +145,14 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     return "".join(pieces)
 
 
+def source_line(text: str, row: int) -> str:
+    """Row `row` (1-based) of `text` as Python counts rows: form feeds and other characters that
+    `str.splitlines` breaks at are inside a line."""
+    starts = line_starts(text)
+    end = starts[row] if row < len(starts) else len(text)
+    return _LINE_BREAK.sub("", text[starts[row - 1] : end])
+
+
 def line_starts(text: str) -> list[int]:
     """Offsets where each 1-based row begins (index 0 is row 1)."""
     return [0, *(match.end() for match in _LINE_BREAK.finditer(text))]

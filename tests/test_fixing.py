@@ -342,3 +342,14 @@ def test_stdin_code_frame_quotes_the_text_linted_not_the_file_on_disk(capsys, mo
     assert code == 1
     assert "3 | value = torch.zeros(3)  # noqa: GML107, E501\n" in out
     assert "older version" not in out
+
+
+def test_a_form_feed_above_does_not_move_a_statement_fix():
+    """Python counts rows at \\n and \\r only; a fix that rebuilds its statement's line must too."""
+    from gpumem_lint.autofix import fix_source
+    from gpumem_lint.rules import ALL_RULES
+
+    source = "x = [1,\x0c 2]\nimport torch\n\nw = torch.zeros(3, requires_grad=True)\nw.add_(1)\n"
+    outcome = fix_source(source, "example.py", ALL_RULES, unsafe=True)
+    assert outcome.broken == ()
+    assert outcome.text.endswith("with torch.no_grad():\n    w.add_(1)\n")

@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Position
-from gpumem_lint.fixes import Applicability, Edit, Fix
+from gpumem_lint.fixes import Applicability, Edit, Fix, source_line
 
 
 def under_no_grad(ctx: FileContext, node: cst.CSTNode) -> Fix | None:
@@ -19,7 +19,7 @@ def under_no_grad(ctx: FileContext, node: cst.CSTNode) -> Fix | None:
     if torch is None or span.start.line != span.end.line:
         return None
     row = span.start.line
-    line = ctx.text.splitlines()[row - 1]
+    line = source_line(ctx.text, row)
     statement = line.strip()
     try:
         parsed = ast.parse(statement).body

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.fixes import Applicability, Fix, replace
+from gpumem_lint.fixes import Applicability, Fix, replace, source_line
 
 
 def out_of_place(ctx: FileContext, node: cst.CSTNode) -> Fix | None:
@@ -32,5 +32,5 @@ def out_of_place(ctx: FileContext, node: cst.CSTNode) -> Fix | None:
 def _is_statement(ctx: FileContext, node: cst.Call) -> bool:
     """The call is the whole statement on its line, so its result is not used."""
     span = ctx.positions[node]
-    line = ctx.text.splitlines()[span.start.line - 1]
+    line = source_line(ctx.text, span.start.line)
     return span.start.line == span.end.line and line.strip() == ctx.code(node).strip()

@@ -70,6 +70,18 @@ class InplaceWriteOnGradLeaf(Rule):
     scope_triggers = WRITES
     VALID = (
         """
+import torch
+import torch.nn as nn
+
+def build(params, devs, n):
+    d = {}
+    for dev in devs:
+        d[dev] = torch.zeros(n)
+        d[dev][0:3].copy_(params[0])
+        d[dev] = nn.Parameter(d[dev])
+    return d
+""",
+        """
 import math
 
 import torch

@@ -601,9 +601,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if special is not None:
                 return special
             place = dotted_name(node)
-            if place is None:  # an attribute of a call or subscript result
-                self._eval(node.value, state, record)
-                return EMPTY
+            if place is None:  # an attribute of a call or subscript result: `model[0].weight`
+                return self._member(node, self._eval(node.value, state, record))
         if record:
             self._record_reads(place, node, state)
         handles = state.env.get(place)
@@ -651,6 +650,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
     def _subscript(self, node: cst.Subscript, state: State) -> Value:
         base = self._eval(node.value, state)
         advanced = self._eval_slices(node, state)
+        layer = self._layer(base, node)
+        if layer is not None:  # `model[0]` of an `nn.Sequential` whose layers the constructor shows
+            return layer
         if self._is_array(base):
             if advanced:  # `x[mask]`, `x[idx_tensor]`, `x[[0, 2]]`: a copy
                 return self._fresh_value(node, tensor=base.tensor, ndarray=base.ndarray)

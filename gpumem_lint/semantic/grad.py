@@ -15,7 +15,7 @@ import libcst as cst
 from gpumem_lint.semantic.class_facts import AttributeFact, Held
 from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.literals import is_constant, keyword
-from gpumem_lint.semantic.values import AliasKind, Grad, Handle, State, Value
+from gpumem_lint.semantic.values import EMPTY, AliasKind, Grad, Handle, State, Value
 
 #: Aliases autograd does not track back to their source.
 _UNTRACKED = frozenset({AliasKind.DETACH, AliasKind.DATA, AliasKind.NUMPY, AliasKind.STATE_DICT})
@@ -109,6 +109,35 @@ class GradSemantics:
 
     # ------------------------------------------------------- propagation
 
+    def _layer(self, container: Value, node: cst.Subscript) -> Value | None:
+        """`seq[0]` of `seq = nn.Sequential(nn.Linear(4, 4), ...)`: that layer, a module of its class."""
+        if len(container.handles) != 1 or len(node.slice) != 1:
+            return None
+        (sequence,) = container.handles
+        index = node.slice[0].slice
+        if not sequence.layers or not isinstance(index, cst.Index) or not isinstance(index.value, cst.Integer):
+            return None
+        position = int(index.value.value)
+        if position >= len(sequence.layers) or sequence.layers[position] is None:
+            return None
+        storage = self._storage(
+            ("layer", id(sequence.storage), position), f"[{position}]", "external", sequence.storage
+        )
+        handle = self._handle(("layer", id(sequence.storage), position), storage, AliasKind.OWN, node)
+        handle.module = sequence.layers[position]
+        return Value(frozenset({handle}))
+
+    def _member(self, node: cst.Attribute, owner: Value) -> Value:
+        """`model[0].weight`: a parameter or buffer of a module reached through an expression."""
+        if len(owner.handles) != 1:
+            return EMPTY
+        (module,) = owner.handles
+        key = ("member", id(module.storage), node.attr.value)
+        storage = self._storage(key, node.attr.value, "external", module.storage)
+        handle = self._handle(key, storage, AliasKind.OWN, None)
+        self._attribute_grad(handle, "", node.attr.value, owner.handles)
+        return Value(frozenset({handle}), handle.tensor) if handle.tensor or handle.module else EMPTY
+
     def _alias_grad(self, handle: Handle, source: Handle) -> None:
         """A view requires grad as its source does; `.detach()` and `.data` do not."""
         if handle.kind in _UNTRACKED:
@@ -123,6 +152,10 @@ class GradSemantics:
         parameters makes it, `requires_grad=True` makes a leaf, no-grad code clears it."""
         fresh = [h for h in result.handles if h.node is node and h.kind is AliasKind.OWN and not h.leaf]
         module = self._constructed_module(node, qualified)
+        if module == "torch.nn.Sequential" and not any(arg.keyword or arg.star for arg in node.args):
+            layers = tuple(_module_class(value) for value in inputs[len(inputs) - len(node.args) :])
+            for handle in fresh:
+                handle.layers = layers
         applied = _module_class(callee)
         # `self.conv(x)`: a torch.nn module returns one tensor (but LSTM and a few return tuples).
         tensor = (

@@ -99,12 +99,15 @@ class Handle:
     leaf: bool = False  # a leaf of autograd's graph: a Parameter, a `requires_grad=True` factory
     module: str | None = None  # an nn.Module: its class ("torch.nn.Linear" or a class of this file)
     ndim: int | None = None  # the number of dimensions, where the constructor says
+    layers: tuple[str | None, ...] = ()  # `nn.Sequential(nn.Linear(...), ...)`: each layer's module class
 
     def grad_leaf(self) -> Handle | None:
         """The leaf requiring grad that this handle is, or is a view of (not through
         `.detach()`/`.data`, which autograd does not track)."""
         for handle in self.chain():
             if handle.kind in (AliasKind.DETACH, AliasKind.DATA, AliasKind.NUMPY, AliasKind.STATE_DICT):
+                return None
+            if handle.stored:  # `d[k]` holds what was stored last, which may be another tensor by now
                 return None
             if handle.leaf and handle.grad is Grad.YES:
                 return handle
