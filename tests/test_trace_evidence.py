@@ -14,19 +14,16 @@ Each program marks the lines its findings must point at: `# trace: CODE STATUS` 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
+from trace_runs import run, trace_command
 
 pytest.importorskip("torch")
 
-ROOT = Path(__file__).resolve().parent.parent
 MARK = re.compile(r"#\s*(trace|check):\s*(GML\d{3})\s+([a-z-]+)")
 
 # name: (trace options, program)
@@ -318,15 +315,6 @@ PROGRAMS = {
 }
 
 
-def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=environment, timeout=240, check=False)
-
-
-def _trace(*args: str) -> list[str]:
-    return [sys.executable, "-m", "gpumem_lint", "trace", *args]
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """name -> (plain run, traced run, report, script lines), each pair run concurrently."""
@@ -337,8 +325,8 @@ def runs(tmp_path_factory):
         script = work / f"program_{index}.py"
         script.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
         report = work / f"report_{index}.json"
-        plain = _run([sys.executable, str(script)], work)
-        traced = _run(_trace("--output-format", "json", "-o", str(report), *options, str(script)), work)
+        plain = run([sys.executable, str(script)], work)
+        traced = run(trace_command("--output-format", "json", "-o", str(report), *options, str(script)), work)
         findings = json.loads(report.read_text(encoding="utf-8")) if report.exists() else None
         return plain, traced, findings, script.read_text(encoding="utf-8").splitlines()
 
@@ -407,7 +395,7 @@ def test_a_status_says_that_tracing_stopped_before_the_line(runs):
 
 
 def test_a_script_that_cannot_be_opened_is_a_usage_error(tmp_path):
-    result = _run(_trace("nope.py"), tmp_path)
+    result = run(trace_command("nope.py"), tmp_path)
     assert result.returncode == 2
     assert result.stderr == "gpumem-lint: error: nope.py: cannot open the script to trace: No such file or directory\n"
     assert result.stdout == ""

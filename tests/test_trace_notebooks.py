@@ -8,20 +8,17 @@ Each notebook is written by the test; the runs go two at a time (the machine has
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
+from trace_runs import run, trace_command
 
 from gpumem_lint.notebook import read_notebook
 from gpumem_lint.rules import RULES_BY_CODE
 
 pytest.importorskip("torch")
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _code(source: str) -> dict:
@@ -63,15 +60,6 @@ RAISES = _notebook(
 SYNTAX_ERROR = _notebook(_code('print("cell 1 ran")\n'), _code("%%time\nx = 1\ntotal = (x +\n"))
 
 
-def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=environment, timeout=240, check=False)
-
-
-def _trace(*args: str) -> list[str]:
-    return [sys.executable, "-m", "gpumem_lint", "trace", *args]
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """name -> (completed process, report text or None); every notebook traced, and its masked text as a script."""
@@ -82,17 +70,20 @@ def runs(tmp_path_factory):
     (work / "hazard_as_script.py").write_text(masked, encoding="utf-8")
     jobs = {
         "plain": ([sys.executable, "hazard_as_script.py"], None),
-        "hazard": (_trace("--output-format", "json", "-o", "hazard.json", "hazard.ipynb"), "hazard.json"),
-        "hazard text": (_trace("--output-format", "concise", "hazard.ipynb"), None),
-        "raises": (_trace("--output-format", "json", "-o", "raises.json", "raises.ipynb"), "raises.json"),
+        "hazard": (trace_command("--output-format", "json", "-o", "hazard.json", "hazard.ipynb"), "hazard.json"),
+        "hazard text": (trace_command("--output-format", "concise", "hazard.ipynb"), None),
+        "raises": (trace_command("--output-format", "json", "-o", "raises.json", "raises.ipynb"), "raises.json"),
         "no static": (
-            _trace("--no-static", "--output-format", "json", "-o", "nostatic.json", "raises.ipynb"),
+            trace_command("--no-static", "--output-format", "json", "-o", "nostatic.json", "raises.ipynb"),
             "nostatic.json",
         ),
-        "syntax error": (_trace("--output-format", "json", "-o", "syntax.json", "syntax_error.ipynb"), "syntax.json"),
+        "syntax error": (
+            trace_command("--output-format", "json", "-o", "syntax.json", "syntax_error.ipynb"),
+            "syntax.json",
+        ),
     }
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {name: pool.submit(_run, command, work) for name, (command, _) in jobs.items()}
+        futures = {name: pool.submit(run, command, work) for name, (command, _) in jobs.items()}
         results = {name: future.result() for name, future in futures.items()}
     return {
         name: (results[name], json.loads((work / report).read_text(encoding="utf-8")) if report else None)
@@ -176,7 +167,7 @@ def test_a_syntax_error_in_a_later_cell_is_reported_after_the_earlier_cells_ran(
 
 def test_a_file_that_is_not_a_notebook_is_a_usage_error(tmp_path):
     (tmp_path / "broken.ipynb").write_text('{"cells": ', encoding="utf-8")
-    result = _run(_trace("broken.ipynb"), tmp_path)
+    result = run(trace_command("broken.ipynb"), tmp_path)
     assert result.returncode == 2
     assert "broken.ipynb: not a notebook" in result.stderr
     assert result.stdout == ""
@@ -198,8 +189,8 @@ def test_a_notebook_on_two_ranks_reports_the_cell_and_the_rank(tmp_path):
     if not distributed.is_available() or not distributed.is_gloo_available():
         pytest.skip("needs torch.distributed with gloo")
     (tmp_path / "ranks.ipynb").write_text(RANKS, encoding="utf-8")
-    command = _trace("--nproc-per-node", "2", "--output-format", "json", "-o", "report.json", "ranks.ipynb")
-    result = _run(command, tmp_path)
+    command = trace_command("--nproc-per-node", "2", "--output-format", "json", "-o", "report.json", "ranks.ipynb")
+    result = run(command, tmp_path)
     assert result.returncode == 1, result.stderr
     # The ranks print concurrently: the same lines in an order neither fixes. The alias still sees the write.
     assert sorted(result.stdout.splitlines()) == [

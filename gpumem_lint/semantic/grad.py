@@ -47,10 +47,8 @@ class GradSemantics:
             return None
         if head == "self" and self.scope.is_method:
             return classes.attribute(self.scope.class_name, attribute)
-        modules = {h.module for h in owner}
-        if len(modules) != 1 or None in modules:
-            return None
-        return classes.attribute(modules.pop(), attribute)
+        module = Value(owner).module
+        return None if module is None else classes.attribute(module, attribute)
 
     def _self_module(self, place: str) -> str | None:
         """`self` in a method of an nn.Module subclass of this file is that module."""
@@ -153,10 +151,10 @@ class GradSemantics:
         fresh = [h for h in result.handles if h.node is node and h.kind is AliasKind.OWN and not h.leaf]
         module = self._constructed_module(node, qualified)
         if module == "torch.nn.Sequential" and not any(arg.keyword or arg.star for arg in node.args):
-            layers = tuple(_module_class(value) for value in inputs[len(inputs) - len(node.args) :])
+            layers = tuple(value.module for value in inputs[len(inputs) - len(node.args) :])
             for handle in fresh:
                 handle.layers = layers
-        applied = _module_class(callee)
+        applied = callee.module if callee is not None else None
         # `self.conv(x)`: a torch.nn module returns one tensor (but LSTM and a few return tuples).
         tensor = (
             applied is not None and applied in self.k.module_parameters and applied not in self.k.tuple_output_modules
@@ -211,11 +209,6 @@ class GradSemantics:
         if name is not None and "." not in name and classes is not None and classes.is_module_class(name):
             return name
         return None
-
-
-def _module_class(callee: Value | None) -> str | None:
-    modules = {handle.module for handle in callee.handles} if callee is not None else set()
-    return modules.pop() if len(modules) == 1 else None
 
 
 def _is_parameter(callee: Value | None) -> bool:

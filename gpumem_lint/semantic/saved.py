@@ -75,8 +75,8 @@ class SavedSemantics:
         table = saved_for_backward()
         positional = [value for arg, value in zip(node.args, args) if arg.keyword is None]
         keywords = {arg.keyword.value: value for arg, value in zip(node.args, args) if arg.keyword is not None}
-        module = _module_class(callee)
-        if module is not None:
+        module = callee.module if callee is not None else None
+        if module is not None and module.startswith("torch.nn."):
             saved = table.modules.get(module.rsplit(".", 1)[-1])
             if saved is not None:
                 inputs = dict(zip(saved.arguments, positional))
@@ -173,16 +173,6 @@ class SavedSemantics:
 
 def _requires_grad(value: Value) -> bool:
     return any(handle.grad >= Grad.MAY for handle in value.handles)
-
-
-def _module_class(callee: Value | None) -> str | None:
-    if callee is None:
-        return None
-    modules = {handle.module for handle in callee.handles}
-    if len(modules) != 1:
-        return None
-    module = modules.pop()
-    return module if module is not None and module.startswith("torch.nn.") else None
 
 
 def _op_name(node: cst.Call, qualified: str | None, receiver: Value | None, tensor_methods) -> str | None:

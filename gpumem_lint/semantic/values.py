@@ -182,6 +182,12 @@ class Value(NamedTuple):
     def kinds(self) -> frozenset[AliasKind]:
         return frozenset(handle.kind for handle in self.handles)
 
+    @property
+    def module(self) -> str | None:
+        """The module class every handle agrees on (`self.fc` -> "torch.nn.Linear"), else None."""
+        modules = {handle.module for handle in self.handles}
+        return modules.pop() if len(modules) == 1 else None
+
 
 EMPTY = Value()
 
