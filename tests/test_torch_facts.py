@@ -181,3 +181,46 @@ def test_f24_what_the_overlap_check_does_not_see():
     halves[:5] = halves[5:]  # disjoint
     torch.add(halves, 1, out=halves)  # the whole input: elementwise, safe
     assert halves.tolist() == [6.0, 7.0, 8.0, 9.0, 10.0, 6.0, 7.0, 8.0, 9.0, 10.0]
+
+
+def _layout_write_methods() -> list[str]:
+    from gpumem_lint.knowledge import knowledge
+
+    return sorted(knowledge().layout_write_methods)
+
+
+_LAYOUT_ARGS = {"transpose_": (0, 1), "swapaxes_": (0, 1), "swapdims_": (0, 1), "unsqueeze_": (0,)}
+
+
+@pytest.mark.parametrize("method", _layout_write_methods())
+def test_f25_layout_writes_are_inplace_ops_for_autograd(method):
+    def call(tensor):
+        args = ((2, 2), (1, 1)) if method == "as_strided_" else _LAYOUT_ARGS.get(method, ())
+        return getattr(tensor, method)(*args)
+
+    leaf = torch.randn(4, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        call(leaf)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        call(leaf[:2])
+    first, _ = (leaf * 2).split(2)
+    with pytest.raises(RuntimeError, match="Output 0 of Split is a view and is being modified inplace"):
+        call(first)
+    saved = leaf.sigmoid()
+    call(saved)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        saved.sum().backward()
+    values = torch.arange(8.0).reshape(4, 2)
+    view = values[:2]
+    call(values)
+    assert view.tolist() == [[0.0, 1.0], [2.0, 3.0]]  # other aliases see the same values
+    with torch.no_grad():
+        call(leaf)
+
+
+def test_f25_other_inplace_view_ops_raise_errors_of_their_own():
+    first, _ = (torch.randn(4, 2, requires_grad=True) * 2).split(2)
+    with pytest.raises(RuntimeError, match="Can't detach views in-place"):
+        first.detach_()
+    with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+        first.resize_(2)

@@ -46,6 +46,7 @@ class Knowledge:
     load_methods: frozenset[str]
     copy_functions: frozenset[str]
     not_data_writes: frozenset[str]
+    layout_write_methods: frozenset[str]  # `x.t_()`: new metadata, same values
     no_grad_contexts: frozenset[str]
     functional_inplace_kwarg: frozenset[str]
     functional_inplace_underscore: frozenset[str]
@@ -75,6 +76,7 @@ class Knowledge:
         """Methods whose call is evidence that the receiver is a tensor (or ndarray)."""
         names = (
             self.inplace_methods
+            | self.layout_write_methods
             | self.view_methods
             | self.multi_view_methods
             | self.detach_methods
@@ -142,6 +144,7 @@ def knowledge() -> Knowledge:
         load_methods=_set(hand["module_state"]["load_methods"]),
         copy_functions=_set(hand["copies"]["functions"]),
         not_data_writes=_set(hand["not_data_writes"]["methods"]),
+        layout_write_methods=_set(ops["inplace_view_methods"]) - _set(hand["layout_writes"]["other_errors"]),
         no_grad_contexts=_set(hand["no_grad_contexts"]["functions"]),
         functional_inplace_kwarg=_set(ops["functional_inplace_kwarg"]),
         functional_inplace_underscore=_set(ops["functional_inplace_underscore"]),

@@ -22,14 +22,14 @@ class InplaceWriteOnMultiOutputView(Rule):
     `RuntimeError: Output 0 of SplitBackward0 is a view and is being modified inplace.
     This view is the output of a function that returns multiple views. Such functions
     do not allow the output views to be modified inplace.` ([docs/facts.md](../docs/facts.md) F6).
-    The classic shape is scaling the query of a fused QKV projection in place. Without
+    In-place layout ops (`k.transpose_(-2, -1)`, `squeeze_`, `t_`) count as writes too
+    (F25). The classic shape is scaling the query of a fused QKV projection in place. Without
     grad the write silently changes the split tensor, which is why this rule only looks
     at autograd code.
 
     ## Known problems
     A tensor passed into a helper function is not known to require grad unless the helper
-    is a module's `forward` or calls `backward()` itself. In-place metadata ops (`squeeze_`,
-    `t_`) on such outputs are not reported yet.
+    is a module's `forward` or calls `backward()` itself.
 
     ## Example
     ```python
@@ -140,13 +140,24 @@ rows[0].mul_(2)
 """,
             (6,),
         ),
+        Invalid(
+            """
+import torch
+
+w = torch.randn(4, 4, requires_grad=True)
+q, k = (torch.randn(2, 4) @ w).chunk(2, dim=1)
+k.t_()
+(q @ k).sum().backward()
+""",
+            (6,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
             if facts.scope.no_grad:
                 continue
-            for write in facts.writes:
+            for write in facts.autograd_writes:
                 writer = write.writer
                 if writer.kind is AliasKind.MULTI_VIEW and writer.grad >= Grad.MAY and not write.no_grad:
                     yield Report(

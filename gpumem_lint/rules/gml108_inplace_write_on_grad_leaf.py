@@ -14,8 +14,9 @@ _VIEWS = frozenset({AliasKind.VIEW, AliasKind.EXPAND, AliasKind.MULTI_VIEW})
 class InplaceWriteOnGradLeaf(Rule):
     """
     ## What it does
-    Flags an in-place write (`mul_`, `+=`, `w[i] = …`, `out=`, `copy_`, …) to a leaf tensor
-    that requires grad, or to a view of one, outside `torch.no_grad()`. Leaves are
+    Flags an in-place write (`mul_`, `+=`, `w[i] = …`, `out=`, `copy_`, a layout op such as
+    `t_()` (F25), …) to a leaf tensor that requires grad, or to a view of one, outside
+    `torch.no_grad()`. Leaves are
     Parameters (`nn.Parameter(...)`, a module's `weight` and `bias` as `torch.nn`'s own
     classes and this file's `__init__` methods define them, the items of
     `model.parameters()`), tensors made with `requires_grad=True`, and tensors after
@@ -173,6 +174,24 @@ def sgd(model, x):
     INVALID = (
         Invalid(
             """
+import torch
+import torch.nn as nn
+
+layer = nn.Linear(4, 2)
+layer.weight.t_()
+""",
+            (6,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+layer = nn.Linear(4, 2)
+with torch.no_grad():
+    layer.weight.t_()
+""",
+        ),
+        Invalid(
+            """
 import math
 
 import torch
@@ -319,7 +338,7 @@ with torch.no_grad():
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
-            for write in facts.writes:
+            for write in facts.autograd_writes:
                 leaf = _written_leaf(write)
                 if leaf is None:
                     continue

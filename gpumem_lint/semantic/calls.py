@@ -134,6 +134,9 @@ class CallSemantics:
         if method == "set_" and args:  # `x.set_(y)`: like `x.data = y`, invisible to autograd
             self._write(receiver, node, "set_", state)
             return receiver
+        if method in k.layout_write_methods and not receiver.ndarray:  # `k.transpose_(0, 1)`: new strides (F25)
+            self._layout_write(receiver, node, method, state)
+            return receiver
         if method in k.data_write_methods and (array or method in k.tensor_only_methods):
             if not (method == "copy_" and args and args[0].handles == receiver.handles):  # `x.copy_(x)`: no change
                 self._write(receiver, node, method, state)

@@ -73,10 +73,16 @@ class ScopeFacts:
     calls_backward: bool
     processes: ProcessFacts = field(default_factory=ProcessFacts)
     saved_writes: list[SavedWrite] = field(default_factory=list)  # in-place writes to what backward needs
+    layout_writes: list[Write] = field(default_factory=list)  # `x.t_()`: new shape and strides, same values
     overlaps: list[Overlap] = field(default_factory=list)  # writes reading memory they write
     outgoing: dict[str, list[tuple[int | str, Value]]] = field(default_factory=dict)  # calls to bare names
     called_by_training: bool = False  # a caller that calls backward() passes it a tensor requiring grad
     returned: frozenset[Storage] = frozenset()  # the memory of what the function returns
+
+    @property
+    def autograd_writes(self) -> list[Write]:
+        """Every write autograd counts as in place: to the values, or to the layout (F25)."""
+        return self.writes + self.layout_writes
 
     def is_output_buffer(self, write: Write) -> bool:
         """`def f(x, out=None): out[...] = ...; return out`: an optional parameter the function
@@ -119,6 +125,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self.outgoing: dict[str, list[tuple[int | str, Value]]] = {}  # arguments of calls to bare names
         self.k: Knowledge = knowledge()
         self.writes: dict[tuple[int, int], Write] = {}
+        self.layout_writes: dict[tuple[int, int], Write] = {}
         self.reads: dict[tuple[int, int, int], Read] = {}
         self.own_reads: dict[Write, cst.CSTNode] = {}
         self.backward_hits: dict[tuple[int, int], tuple[Write, cst.CSTNode]] = {}
@@ -173,6 +180,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             calls_backward=self.calls_backward,
             processes=self._processes_result(),
             saved_writes=list(self.saved_writes.values()),
+            layout_writes=list(self.layout_writes.values()),
             overlaps=list(self.overlaps.values()),
             returned=frozenset(self._returned),
             outgoing=self.outgoing,
@@ -802,6 +810,18 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if write.hidden:
                 for handle in live:
                     state.hidden[handle] = state.hidden.get(handle, frozenset()) | {write}
+
+    def _layout_write(self, target: Value, node: cst.CSTNode, op: str, state: State) -> None:
+        """`x.t_()`, `x.squeeze_()`: no alias sees other values, but autograd sees an in-place
+        op (a leaf, a multi-output view, a saved tensor all raise)."""
+        for writer in target.handles:
+            if writer.role is None:
+                key = (id(node), id(writer))
+                write = self.layout_writes.get(key)
+                if write is None:
+                    write = Write(node, writer, op, writer.partial, writer.index, self._no_grad > 0)
+                    self.layout_writes[key] = write
+                self._check_saved(write, state)
 
     # -------------------------------------------------------------- helpers
 
