@@ -156,6 +156,8 @@ def build_tables() -> dict:
     return {
         "torch_version": str(torch.__version__).split("+")[0],
         "inplace_methods": _public(torch.Tensor, inplace),
+        # In-place methods with an out-of-place twin (`mul_` -> `mul`; `zero_` has none): what a fix may call.
+        "inplace_methods_with_twin": [n for n in _public(torch.Tensor, inplace) if hasattr(torch.Tensor, n[:-1])],
         "inplace_view_methods": _public(torch.Tensor, by_kind["inplace_view"]),
         "inplace_functions": _public(torch, inplace),
         "inplace_view_functions": _public(torch, by_kind["inplace_view"]),

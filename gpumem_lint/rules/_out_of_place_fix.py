@@ -2,31 +2,76 @@
 
 from __future__ import annotations
 
+import json
+from functools import cache
+
 import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.fixes import Applicability, Fix, replace, source_line
+from gpumem_lint.knowledge import data_text
 
 
 def out_of_place(ctx: FileContext, node: cst.CSTNode) -> Fix | None:
-    """`x += y` -> `x = x + y`, `x.mul_(y)` (a statement) -> `x = x.mul(y)`, for a plain name `x`."""
+    """For a plain name `x`: `x += y` -> `x = x + y`; `x.mul_(y)` or `x.sub_(m).div_(s)` (a statement)
+    -> `x = x.mul(y)`, `x = x.sub(m).div(s)`; `F.relu(x, inplace=True)` -> `F.relu(x)`, bound to `x`
+    when it is a statement."""
     if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
         operator = ctx.code(node.operator).strip().removesuffix("=")
         target = node.target.value
         code = f"{target} = {target} {operator} {ctx.code(node.value)}"
-    elif (
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Attribute)
-        and isinstance(node.func.value, cst.Name)
-        and node.func.attr.value.endswith("_")
-        and not node.func.attr.value.endswith("__")
-        and _is_statement(ctx, node)
-    ):
-        target = node.func.value.value
-        code = f"{target} = {ctx.code(node.func)[:-1]}({ctx.code(node)[len(ctx.code(node.func)) + 1 :]}"
+    elif isinstance(node, cst.Call) and (chain := _out_of_place_chain(node)) is not None and _is_statement(ctx, node):
+        target, new = chain
+        code = f"{target} = {_render(new)}"
+    elif isinstance(node, cst.Call) and (functional := _without_inplace(node)) is not None:
+        target, new = functional
+        code = f"{target} = {_render(new)}" if _is_statement(ctx, node) else _render(new)
     else:
         return None
     return Fix((replace(node, code),), Applicability.UNSAFE, f"Write out of place: `{code}`")
+
+
+def _out_of_place_chain(call: cst.Call) -> tuple[str, cst.Call] | None:
+    """`x.a_(…).b_(…)`, every method in place with an out-of-place twin: (`x`, `x.a(…).b(…)`)."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in _methods_with_twin():
+        return None
+    new_func = func.with_changes(attr=cst.Name(func.attr.value[:-1]))
+    if isinstance(func.value, cst.Name):
+        return func.value.value, call.with_changes(func=new_func)
+    if isinstance(func.value, cst.Call) and (inner := _out_of_place_chain(func.value)) is not None:
+        return inner[0], call.with_changes(func=new_func.with_changes(value=inner[1]))
+    return None
+
+
+def _without_inplace(call: cst.Call) -> tuple[str, cst.Call] | None:
+    """`f(x, …, inplace=True)` with `x` a plain name: (`x`, `f(x, …)`)."""
+    if not call.args or not isinstance(call.args[0].value, cst.Name) or call.args[0].keyword is not None:
+        return None
+    kept = [arg for arg in call.args if not is_inplace_true(arg)]
+    if len(kept) == len(call.args):
+        return None
+    kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return call.args[0].value.value, call.with_changes(args=kept)
+
+
+def is_inplace_true(arg: cst.Arg) -> bool:
+    """The argument `inplace=True`."""
+    return (
+        arg.keyword is not None
+        and arg.keyword.value == "inplace"
+        and isinstance(arg.value, cst.Name)
+        and arg.value.value == "True"
+    )
+
+
+def _render(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+@cache
+def _methods_with_twin() -> frozenset[str]:
+    return frozenset(json.loads(data_text("ops.json"))["inplace_methods_with_twin"])
 
 
 def _is_statement(ctx: FileContext, node: cst.Call) -> bool:

@@ -38,11 +38,16 @@ class Invalid:
 
     `fixed` is the source after applying every fix the findings offer (unsafe ones too);
     it is required when the rule offers a fix for the snippet, and must be None otherwise.
+    `prints` is what the fixed program writes to stdout (stripped) when it is a whole program
+    that runs: the original raises or prints something else (tests/test_fix_proofs.py runs both).
+    `cuda` marks a program whose hazard needs a GPU to show (run only where one is present).
     """
 
     code: str
     lines: tuple[int, ...]
     fixed: str | None = None
+    prints: str | None = None
+    cuda: bool = False
 
 
 @dataclass(frozen=True)

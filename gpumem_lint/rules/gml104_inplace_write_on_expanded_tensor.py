@@ -1,6 +1,8 @@
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
+from gpumem_lint.fixes import Applicability
+from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.values import AliasKind
@@ -36,8 +38,10 @@ class InplaceWriteOnExpandedTensor(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix yet. `.clone()` after `expand` materialises the full
-    tensor, which costs memory.
+    The fix writes out of place (`b = b + noise`, `b = b.clamp(min=0)`), or, for a write
+    that cannot be (`b[i] = 0`, `b.zero_()`), writes a copy made just before it
+    (`b = b.clone()`). It is unsafe: the new tensor is materialised in full, which costs
+    memory, and where the expansion was a no-op the source tensor no longer sees the write.
 
     ## References
     - [`torch.Tensor.expand`](https://docs.pytorch.org/docs/stable/generated/torch.Tensor.expand.html)
@@ -47,6 +51,7 @@ class InplaceWriteOnExpandedTensor(Rule):
     name = "inplace-write-on-expanded-tensor"
     summary = "In-place write to an expanded (stride-0) tensor"
     fix_title = "Write out of place, or `.clone()` the expanded tensor before writing it"
+    fix_applicability = Applicability.UNSAFE
     triggers = ("expand", "broadcast_")
     scope_triggers = WRITES
     VALID = (
@@ -99,8 +104,18 @@ import torch
 bias = torch.zeros(4)
 tiled = bias.expand(3, 4)
 tiled += 1
+print(tiled.sum().item())
 """,
             (6,),
+            fixed="""
+import torch
+
+bias = torch.zeros(4)
+tiled = bias.expand(3, 4)
+tiled = tiled + 1
+print(tiled.sum().item())
+""",
+            prints="12.0",
         ),
         Invalid(
             """
@@ -112,6 +127,14 @@ def noisy_bias(bias, batch, noise):
     return b
 """,
             (6,),
+            fixed="""
+import torch
+
+def noisy_bias(bias, batch, noise):
+    b = bias.expand(batch, -1)
+    b = b + noise
+    return b
+""",
         ),
         Invalid(
             """
@@ -121,8 +144,21 @@ def align(a, b):
     a2, b2 = torch.broadcast_tensors(a, b)
     a2.clamp_(min=0)
     return a2 * b2
+
+print(align(torch.tensor([[-1.0], [2.0]]), torch.ones(2, 3)).tolist())
 """,
             (6,),
+            fixed="""
+import torch
+
+def align(a, b):
+    a2, b2 = torch.broadcast_tensors(a, b)
+    a2 = a2.clamp(min=0)
+    return a2 * b2
+
+print(align(torch.tensor([[-1.0], [2.0]]), torch.ones(2, 3)).tolist())
+""",
+            prints="[[0.0, 0.0, 0.0], [2.0, 2.0, 2.0]]",
         ),
     )
 
@@ -135,4 +171,5 @@ def align(a, b):
                         f"{write_text(ctx, write)} writes in place to an expanded tensor (line "
                         f"{ctx.line(write.writer.node)}) whose elements share memory: PyTorch raises "
                         '"more than one element of the written-to tensor refers to a single memory location"',
+                        fix=unshared_write(ctx, write.node),
                     )

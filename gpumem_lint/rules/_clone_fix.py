@@ -1,0 +1,75 @@
+"""The fix of a write that other code must not see: work on a copy (`.clone()`).
+
+`clone_at` copies where an alias is made or a tensor is sent (`prev = h.detach()` ->
+`prev = h.detach().clone()`, `q.put(t)` -> `q.put(t.clone())`); `clone_before` copies the
+written tensor just before the statement that writes it (`x = x.clone()` above `x[i] = 0`).
+Both are unsafe: the copy costs memory, and code that meant to share the tensor no longer does.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Position
+from gpumem_lint.fixes import Applicability, Edit, Fix, insert_after, source_line
+from gpumem_lint.rules._out_of_place_fix import is_inplace_true, out_of_place
+
+#: Expressions that `.clone()` can follow without parentheses (`a + b.clone()` would copy only `b`).
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
+
+
+def clone_at(ctx: FileContext, node: cst.CSTNode | None) -> Fix | None:
+    """`expr` -> `expr.clone()` for a name, attribute, call or subscript that is not already a copy."""
+    if not isinstance(node, _ATOMS) or node.lpar or _is_clone(node):
+        return None
+    return Fix((insert_after(node, ".clone()"),), Applicability.UNSAFE, f"Copy `{ctx.code(node)}` with `.clone()`")
+
+
+def clone_before(ctx: FileContext, node: cst.CSTNode) -> Fix | None:
+    """`x = x.clone()` above the one-line statement that `node` (a write to the plain name `x`) begins."""
+    name = written_name(node)
+    span = ctx.positions[node]
+    row = span.start.line
+    line = source_line(ctx.text, row)
+    indent = line[: len(line) - len(line.lstrip())]
+    if name is None or span.start.column != len(indent) or not _is_simple_statement(line.strip()):
+        return None
+    code = f"{name} = {name}.clone()"
+    return Fix(
+        (Edit(Position(row, 1), Position(row, 1), f"{indent}{code}\n"),),
+        Applicability.UNSAFE,
+        f"Write a copy: `{code}` first",
+    )
+
+
+def unshared_write(ctx: FileContext, node: cst.CSTNode) -> Fix | None:
+    """The write made out of place where it can be (`x = x * s`), else on a copy made just before it."""
+    return out_of_place(ctx, node) or clone_before(ctx, node)
+
+
+def written_name(node: cst.CSTNode) -> str | None:
+    """The plain name a write changes: `x` of `x += 1`, `x[i] = 0`, `x.add_(1).clamp_(0)`, `f(x, inplace=True)`."""
+    if isinstance(node, cst.AugAssign):
+        node = node.target
+    if isinstance(node, cst.Subscript):
+        node = node.value
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        node = node.func.value
+    if isinstance(node, cst.Call) and node.args and any(is_inplace_true(arg) for arg in node.args):
+        node = node.args[0].value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _is_clone(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "clone"
+
+
+def _is_simple_statement(statement: str) -> bool:
+    try:
+        parsed = ast.parse(statement).body
+    except SyntaxError:
+        return False
+    return len(parsed) == 1 and isinstance(parsed[0], (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign))
