@@ -1,6 +1,8 @@
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
+from gpumem_lint.fixes import Applicability
+from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.values import AliasKind, Grad
@@ -48,8 +50,10 @@ class InplaceWriteOnMultiOutputView(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix yet; rewriting `q *= s` as `q = q * s` is safe when `q` is
-    not aliased elsewhere.
+    The fix writes out of place (`q = q * scale`, `first = first.sigmoid()`), or, for a
+    write that has no out-of-place form (`k.t_()`, `q[0] = 0`), writes a copy made just
+    before it (`k = k.clone()`). It is unsafe: the split tensor no longer sees the write,
+    which is what a loop such as `for row in x: row.clamp_(0)` meant to change.
 
     ## References
     - [`torch.chunk`](https://docs.pytorch.org/docs/stable/generated/torch.chunk.html)
@@ -60,6 +64,7 @@ class InplaceWriteOnMultiOutputView(Rule):
     name = "inplace-write-on-multi-output-view"
     summary = "In-place write to an output of `unbind`/`split`/`chunk` under autograd"
     fix_title = "Write out of place (`q = q * scale`), or `.clone()` the output first"
+    fix_applicability = Applicability.UNSAFE
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
@@ -104,6 +109,15 @@ class Attention(nn.Module):
         return (q @ k.transpose(-2, -1)).softmax(-1) @ v
 """,
             (7,),
+            fixed="""
+import torch.nn as nn
+
+class Attention(nn.Module):
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q = q * self.scale
+        return (q @ k.transpose(-2, -1)).softmax(-1) @ v
+""",
         ),
         Invalid(
             """
@@ -117,6 +131,16 @@ def step(model, x, opt):
     opt.step()
 """,
             (6,),
+            fixed="""
+import torch
+
+def step(model, x, opt):
+    first, second = model(x).split(4, dim=1)
+    first = first.sigmoid()
+    loss = (first * second).sum()
+    loss.backward()
+    opt.step()
+""",
         ),
         Invalid(
             """
@@ -129,6 +153,15 @@ for row in scores:
 scores.sum().backward()
 """,
             (7,),
+            fixed="""
+import torch
+
+w = torch.randn(3, 3, requires_grad=True)
+scores = torch.randn(3, 3) @ w
+for row in scores:
+    row = row.clamp(min=0)
+scores.sum().backward()
+""",
         ),
         Invalid(
             """
@@ -150,6 +183,15 @@ k.t_()
 (q @ k).sum().backward()
 """,
             (6,),
+            fixed="""
+import torch
+
+w = torch.randn(4, 4, requires_grad=True)
+q, k = (torch.randn(2, 4) @ w).chunk(2, dim=1)
+k = k.clone()
+k.t_()
+(q @ k).sum().backward()
+""",
         ),
     )
 
@@ -165,4 +207,5 @@ k.t_()
                         f"{write_text(ctx, write)} writes in place to one of several views returned at line "
                         f'{ctx.line(write.writer.node)}: autograd raises "is a view and is being modified '
                         'inplace" when the input requires grad',
+                        fix=unshared_write(ctx, write.node),
                     )
