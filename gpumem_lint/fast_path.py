@@ -43,6 +43,11 @@ if TYPE_CHECKING:
 #: say what `self.w`, `self.fc.weight` hold in every method).
 CLASS_LINKS = re.compile(r"inplace|Parameter|register_(?:parameter|buffer)|=\s*(?:torch\.)?nn\.[A-Z]|\.expand(?:_as)?\(|broadcast_to\(")
 
+#: A function whose result its callers are judged by (semantic/summaries.py): it returns an
+#: `expand` view, the outputs of one split, or a new Parameter. Kept when a kept scope names it.
+SUMMARY_LINKS = re.compile(r"\.expand(?:_as)?\(|broadcast_to\(|\.chunk\(|split\(|unbind\(|Parameter\(")
+_RETURN = re.compile(r"\breturn\b")
+
 #: Off: every file is parsed in full (bench/fast_path_equality.py compares the two).
 enabled = True
 
@@ -144,6 +149,11 @@ class _Lines:
             first = self._line(match.start() - 1)
             found.update(range(first, self._line(match.end() - 2) + 1))
         return found
+
+    def words(self, words: set[str]) -> Iterator[tuple[int, str]]:
+        """(line, word) of every occurrence of these words."""
+        for match in _words(words).finditer(self.scanned):
+            yield self._line(match.start() - 1), match.group()
 
     def _line(self, offset: int) -> int:
         return max(1, bisect_right(self.starts, offset))
@@ -322,9 +332,29 @@ class _Reducer:
         if unit.members and all(member.kept for member in unit.members):
             unit.kept, unit.members = True, []
 
+    def _keep_summarised_callees(self) -> None:
+        """Functions and methods whose returned value a kept scope that names them is judged by."""
+        candidates: dict[str, list[_Unit]] = {}
+        for unit in self.units:
+            for scope in unit.members or [unit]:
+                if scope.is_function and not scope.kept:
+                    text = self.source(scope)
+                    if _RETURN.search(text) and SUMMARY_LINKS.search(text):
+                        candidates.setdefault(scope.node.name, []).append(scope)
+        if not candidates:
+            return
+        kept = [scope for unit in self.units for scope in unit.members or [unit] if scope.kept]
+        for line, name in self.index.words(set(candidates)):
+            if any(scope.start <= line <= scope.end for scope in kept):
+                for scope in candidates.pop(name, ()):
+                    scope.kept = True
+        for unit in self.units:
+            self._settle(unit)
+
     def _close_over_calls(self) -> None:
         """Scopes that call a kept top-level function are kept too. One round is enough: a
         function writes its argument by its own writes only (semantic/model.py `_mutators`)."""
+        self._keep_summarised_callees()
         names = {unit.node.name for unit in self.units if unit.is_function and unit.kept}
         if self.body_kept:  # functions defined under a module-level `if` or `try`
             for unit in self.units:

@@ -50,6 +50,30 @@ class Block(nn.Module):
         y = self.act(x)
         return x + y
 """,
+    "function that returns an expand view, written by its caller": """
+import torch
+
+def make_mask(n):
+    return torch.zeros(1, 4).expand(n, 4)
+
+def fill(n):
+    mask = make_mask(n)
+    mask.add_(1)
+    return mask
+""",
+    "method that returns chunk outputs, written by forward": """
+import torch
+from torch import nn
+
+class Attention(nn.Module):
+    def heads(self, x):
+        return self.qkv(x).chunk(3, dim=-1)
+
+    def forward(self, x):
+        q, k, v = self.heads(x)
+        q *= 0.5
+        return q @ k.transpose(-2, -1) @ v
+""",
     "function that writes its argument, called elsewhere": """
 import torch
 

@@ -12,6 +12,7 @@ import libcst as cst
 from gpumem_lint.semantic.imports import dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import constructed_ndim
 from gpumem_lint.semantic.literals import is_constant, keyword
+from gpumem_lint.semantic.summaries import Returns
 from gpumem_lint.semantic.values import EMPTY, AliasKind, Grad, Role, State, Storage, Value
 from gpumem_lint.semantic.walk import Walker
 
@@ -90,6 +91,9 @@ class CallSemantics:
         if qualified is not None and attribute:
             return self._fresh_value(node)  # `sympy.expand(e)`, `math.sqrt(x)`: another library's function
         if receiver is not None:
+            own_method = self.scope.class_name, func.attr.value
+            if own_method in self.returns and dotted_name(func.value) == "self":  # `self.make_mask(n)`
+                return self._summarised_result(self.returns[own_method], node, args, skip=1)
             return self._method_call(node, func.attr.value, receiver, args, state)
         if name in _IDENTITY_FUNCTIONS and args:
             return _shallow_copy(args[0])
@@ -112,7 +116,24 @@ class CallSemantics:
             # `Optimizer(model.parameters(), ...)`: what is built from a module's parameters
             # updates them; its state_dict() is its own state, not the module's.
             return self._optimizer(node, args)
+        if (None, name) in self.returns:
+            return self._summarised_result(self.returns[None, name], node, args, skip=0)
         return Value(frozenset({self._fresh(node, "", EMPTY)}))
+
+    def _summarised_result(self, summary: Returns, node: cst.Call, args: list[Value], skip: int) -> Value:
+        """`make_mask(n)`, `split_heads(x)`: what the function returns, made at the call."""
+        if summary.param is not None:
+            argument = summary.argument(node, args, skip)
+            if argument is None:
+                return self._fresh_value(node)
+            return self._alias(argument, node, summary.kind, tensor=True)
+        result = self._fresh_value(node, tensor=True)
+        if summary.kind is AliasKind.OWN:  # `nn.Parameter(...)` made inside
+            for handle in result.handles:
+                handle.grad, handle.leaf = Grad.YES, True
+            return result
+        self._call_grad(node, result, None, args, None)
+        return self._alias(result, node, summary.kind, tensor=True)
 
     def _optimizer(self, node: cst.Call, args: list[Value]) -> Value:
         storages = frozenset(h.storage for value in args for h in value.handles if h.kind is AliasKind.PARAMETERS)

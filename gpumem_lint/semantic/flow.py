@@ -28,6 +28,7 @@ from gpumem_lint.semantic.overlap import Overlap, OverlapSemantics
 from gpumem_lint.semantic.processes import ProcessFacts, ProcessSemantics
 from gpumem_lint.semantic.saved import SavedSemantics, SavedWrite
 from gpumem_lint.semantic.scopes import Scope
+from gpumem_lint.semantic.summaries import Returns, SummaryKey, summarise
 from gpumem_lint.semantic.values import (
     EMPTY,
     REBINDING_OPS,
@@ -78,6 +79,7 @@ class ScopeFacts:
     outgoing: dict[str, list[tuple[int | str, Value]]] = field(default_factory=dict)  # calls to bare names
     called_by_training: bool = False  # a caller that calls backward() passes it a tensor requiring grad
     returned: frozenset[Storage] = frozenset()  # the memory of what the function returns
+    returns: Returns | None = None  # what every `return` gives back, for its callers (summaries.py)
 
     @property
     def autograd_writes(self) -> list[Write]:
@@ -117,11 +119,13 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         imports: ImportTable,
         mutators: dict[str, Mutator] | None = None,
         passed: dict[str, Passed] | None = None,
+        returns: dict[SummaryKey, Returns] | None = None,
     ) -> None:
         self.scope = scope
         self.imports = imports
         self.mutators = mutators or {}
         self.passed = passed or {}  # what this file's callers pass for each parameter
+        self.returns = returns or {}  # what this file's functions return (summaries.py)
         self.outgoing: dict[str, list[tuple[int | str, Value]]] = {}  # arguments of calls to bare names
         self.k: Knowledge = knowledge()
         self.writes: dict[tuple[int, int], Write] = {}
@@ -147,6 +151,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._init_saved()
         self._init_overlaps()
         self._returned: set[Storage] = set()
+        self._return_values: list[Value] = []
 
     # ----------------------------------------------------------------- entry
 
@@ -183,6 +188,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             layout_writes=list(self.layout_writes.values()),
             overlaps=list(self.overlaps.values()),
             returned=frozenset(self._returned),
+            returns=summarise(self._return_values, self.scope.all_params) if self.scope.is_function else None,
             outgoing=self.outgoing,
             called_by_training=any(passed.training for passed in self.passed.values()),
         )
@@ -246,7 +252,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             self._eval(node.value, state)
         elif isinstance(node, cst.Return):
             if node.value is not None:
-                self._returned.update(handle.storage for handle in self._eval(node.value, state).handles)
+                value = self._eval(node.value, state)
+                self._returned.update(handle.storage for handle in value.handles)
+                self._return_values.append(value)
             return UNREACHABLE
         elif isinstance(node, cst.Raise):
             if node.exc is not None:
@@ -592,6 +600,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return value
         if kind is cst.Await:
             return self._eval(node.expression, state)
+        if kind is cst.Yield:
+            self._return_values.append(EMPTY)  # a generator: calling it returns no tensor
         if kind is cst.Yield or kind is cst.StarredElement:
             inner = node.value.item if isinstance(node.value, cst.From) else node.value
             return self._eval(inner, state) if isinstance(inner, cst.BaseExpression) else EMPTY

@@ -8,7 +8,8 @@ import libcst as cst
 
 from gpumem_lint.semantic.flow import Mutator, ScopeAnalyzer, ScopeFacts
 from gpumem_lint.semantic.imports import ImportTable
-from gpumem_lint.semantic.scopes import ScopeCollector
+from gpumem_lint.semantic.scopes import Scope, ScopeCollector
+from gpumem_lint.semantic.summaries import Returns, SummaryKey
 from gpumem_lint.semantic.values import Grad, Passed
 
 
@@ -26,13 +27,15 @@ class SemanticModel:
         facts = [ScopeAnalyzer(scope, collector.imports).run() for scope in scopes]
         mutators = _mutators(facts)
         passed = _passed(facts)
-        if mutators or passed:
+        returns = _returns(facts)
+        if mutators or passed or returns:
             # Second pass, only where needed: a call to a function that writes its argument is a
             # write at the call site, so the caller's later reads count; a function whose callers
-            # pass tensors that require grad starts from what they pass.
+            # pass tensors that require grad starts from what they pass; a call's result is what
+            # the function returns.
             facts = [
-                ScopeAnalyzer(f.scope, collector.imports, mutators, passed.get(id(f.scope))).run()
-                if f.scope.calls & mutators.keys() or id(f.scope) in passed
+                ScopeAnalyzer(f.scope, collector.imports, mutators, passed.get(id(f.scope)), returns).run()
+                if f.scope.calls & mutators.keys() or id(f.scope) in passed or _calls_summarised(f.scope, returns)
                 else f
                 for f in facts
             ]
@@ -65,6 +68,23 @@ def _passed(facts: list[ScopeFacts]) -> dict[int, dict[str, Passed]]:
                 table = found.setdefault(id(callee), {})
                 table[parameter] = table[parameter].join(passed) if parameter in table else passed
     return found
+
+
+def _returns(facts: list[ScopeFacts]) -> dict[SummaryKey, Returns]:
+    """What module-level functions and methods return, where every `return` agrees (summaries.py)."""
+    found: dict[SummaryKey, Returns] = {}
+    for fact in facts:
+        scope = fact.scope
+        if fact.returns is not None and not scope.enclosing:
+            found[scope.class_name, scope.name] = fact.returns
+    return found
+
+
+def _calls_summarised(scope: Scope, returns: dict[SummaryKey, Returns]) -> bool:
+    return any(
+        (scope.class_name, name[5:]) in returns if name.startswith("self.") else (None, name) in returns
+        for name in scope.calls
+    )
 
 
 def _mutators(facts: list[ScopeFacts]) -> dict[str, Mutator]:

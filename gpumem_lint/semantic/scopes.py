@@ -33,7 +33,7 @@ class Scope:
     docstring: str | None = None
     enclosing: tuple[str, ...] = ()  # names of the functions this one is nested in
     mentions_inplace: bool = False  # an `inplace` flag decides whether it mutates
-    calls: set[str] = field(default_factory=set)  # bare names called: `helper(x)`
+    calls: set[str] = field(default_factory=set)  # bare names and own methods called: `helper(x)`, `self.f(x)`
     assumed_tensor: str | None = None  # forward's input, taken for a tensor without evidence
     all_params: tuple[str, ...] = ()  # positional order, including self
     classes: ClassTable | None = None  # the module's classes, shared by its scopes
@@ -118,6 +118,8 @@ class ScopeCollector(Walker):
         func = node.func
         if isinstance(func, cst.Name):
             self._functions[-1].calls.add(func.value)
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            self._functions[-1].calls.add(f"self.{func.attr.value}")
         if isinstance(func, cst.Attribute) and func.attr.value in self._tensor_methods:
             place = dotted_name(func.value)
             if place is not None:

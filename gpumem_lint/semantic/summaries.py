@@ -1,0 +1,76 @@
+"""What a function of this file returns, summarised for its callers.
+
+`mask = make_mask(n)` is an `expand` view when `make_mask` returns one; `q, k, v =
+split_heads(x)` are the outputs of one `chunk` of the caller's `x`; `w = new_weight()` is a
+leaf that requires grad when the function returns an `nn.Parameter`. The analysis of the
+caller composes the summary at the call (calls.py), so the rules that judge the write see
+the value it reaches.
+
+Only values whose hazard does not depend on other aliases are summarised: an `expand` view,
+the several outputs of one split, a fresh leaf that requires grad. A function that returns
+its argument itself, or a plain view of it, is not (yet): its callers would see new aliases
+that the rules reading stale aliases have not been reviewed with.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import libcst as cst
+
+from gpumem_lint.semantic.values import AliasKind, Grad, Handle, Value
+
+#: Kinds a summary carries: what the caller's writes are judged by.
+_SUMMARISED = frozenset({AliasKind.EXPAND, AliasKind.MULTI_VIEW})
+
+
+class Returns(NamedTuple):
+    """What every `return` of a function gives back."""
+
+    kind: AliasKind  # EXPAND, MULTI_VIEW, or OWN (a fresh leaf that requires grad)
+    param: str | None = None  # the parameter whose memory it is an alias of; None for fresh memory
+    position: int | None = None  # that parameter's position, `self` included
+
+    def argument(self, node: cst.Call, args: list[Value], skip: int) -> Value | None:
+        """What the call passes for the parameter (`skip` leading parameters are bound already:
+        `self`), or None when it passes it by `*args` / `**kwargs` or not at all."""
+        for position, (arg, value) in enumerate(zip(node.args, args)):
+            if arg.star:
+                return None
+            if arg.keyword is not None and arg.keyword.value == self.param:
+                return value
+            if arg.keyword is None and self.position is not None and position + skip == self.position:
+                return value
+        return None
+
+
+#: Where a summary is found: (class name, function name), the class None for module-level functions.
+SummaryKey = tuple[str | None, str]
+
+
+def summarise(returned: list[Value], params: tuple[str, ...]) -> Returns | None:
+    """The one thing all `returned` values are, or None when they differ or are not summarised."""
+    found: set[Returns] = set()
+    for value in returned:
+        if value.container or not value.handles:
+            return None
+        for handle in value.handles:
+            summary = _summary(handle, params)
+            if summary is None:
+                return None
+            found.add(summary)
+    return found.pop() if len(found) == 1 else None
+
+
+def _summary(handle: Handle, params: tuple[str, ...]) -> Returns | None:
+    if handle.kind in (AliasKind.OWN, AliasKind.WRAPPER):  # `torch.randn(n, requires_grad=True)`, `nn.Parameter(t)`
+        fresh_leaf = handle.storage.origin == "fresh" and handle.leaf and handle.grad is Grad.YES
+        return Returns(AliasKind.OWN, None) if fresh_leaf else None
+    if handle.kind not in _SUMMARISED or handle.base is None:
+        return None
+    storage = handle.storage
+    if storage.origin == "fresh" and storage.parent is None:
+        return Returns(handle.kind, None)
+    if storage.origin == "param" and storage.label in params and handle.base.kind is AliasKind.OWN:
+        return Returns(handle.kind, storage.label, params.index(storage.label))
+    return None
