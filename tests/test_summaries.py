@@ -79,7 +79,7 @@ def test_own_methods_are_summarised_through_self_and_other_objects_are_not():
             q, k, v = self.heads(x)
             q *= 0.5
             a, b, c = other.heads(x)
-            a *= 0.5
+            a.mul_(0.5)
             return q, a
     """
     kinds = [kind for kind, _ in _writer_kinds(source, "forward")]
