@@ -18,8 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -87,6 +85,8 @@ class Cache:
         try:
             _prepare(self.directory)
             self.file.parent.mkdir(parents=True, exist_ok=True)
+            import tempfile
+
             descriptor, temporary = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
             with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
                 json.dump(self._entries, stream, separators=(",", ":"))
@@ -107,6 +107,8 @@ def clean(directory: Path) -> bool:
     """Remove the cache directory; False when there was none."""
     if not directory.is_dir():
         return False
+    import shutil
+
     shutil.rmtree(directory)
     return True
 

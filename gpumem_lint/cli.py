@@ -1,261 +1,33 @@
 """The command line: `gpumem-lint [check] PATH...`, `gpumem-lint rule CODE`, `gpumem-lint rules`.
 
 Exit codes follow ruff: 0 no findings, 1 findings, 2 a usage, configuration or internal error.
+
+The commands and their help are a typer application (`app.py`). The common forms of `check`
+(paths and the options a pre-commit hook or a script passes: `-q`, `--no-cache`,
+`--force-exclude`, `--select`, `--output-format`, ...) are parsed here instead, without
+importing typer: start-up is most of a run on a few files. Any other command line, including
+every mistake, goes to typer, which parses and reports it as it always has.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
-import traceback
-from collections.abc import Iterator, Sequence
-from enum import Enum
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, NoReturn, Optional
-
-import typer
-from rich.console import Console
-
-from gpumem_lint import __version__
-from gpumem_lint.cache import clean as remove_cache
-from gpumem_lint.check_command import CACHE_DIR_VARIABLE, Request, cache_directory, check_files, check_stdin
-from gpumem_lint.config import CliOverrides, ConfigError, load_settings
-from gpumem_lint.discovery import discover_files, missing_paths
-from gpumem_lint.output import OutputFormat
-from gpumem_lint.selection import RuleSelection
-from gpumem_lint.trace import cli as trace_command
-
-app = typer.Typer(
-    name="gpumem-lint",
-    help="Find tensor-sharing and GPU-memory hazards in PyTorch code.",
-    add_completion=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-app.command()(trace_command.trace)
+from typing import NoReturn
 
 _COMMANDS = ("check", "clean", "rule", "rules", "server", "trace")
 _TOP_LEVEL_OPTIONS = ("-h", "--help", "--version")
 
-
-class RulesFormat(str, Enum):
-    TEXT = "text"
-    JSON = "json"
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        typer.echo(f"gpumem-lint {__version__}")
-        raise typer.Exit()
-
-
-_FIXING = "Fixing"
-_SELECTORS = "Comma-separated codes or prefixes (GML101, GML1, ALL); repeatable."
-SelectOption = Annotated[Optional[list[str]], typer.Option(metavar="CODES", help=f"Run only these rules. {_SELECTORS}")]
-ExtendSelectOption = Annotated[
-    Optional[list[str]], typer.Option(metavar="CODES", help=f"Run these rules as well. {_SELECTORS}")
-]
-IgnoreOption = Annotated[Optional[list[str]], typer.Option(metavar="CODES", help=f"Skip these rules. {_SELECTORS}")]
-
-
-@app.callback()
-def _root(
-    version: Annotated[
-        Optional[bool],
-        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
-    ] = None,
-) -> None:
-    """Find tensor-sharing and GPU-memory hazards in PyTorch code."""
-
-
-@app.command()
-def check(
-    paths: Annotated[
-        Optional[list[str]], typer.Argument(help="Files or directories to lint (default: the current directory).")
-    ] = None,
-    select: SelectOption = None,
-    extend_select: ExtendSelectOption = None,
-    ignore: IgnoreOption = None,
-    output_format: Annotated[
-        OutputFormat, typer.Option(envvar="GPUMEM_LINT_OUTPUT_FORMAT", help="How to print findings.")
-    ] = OutputFormat.FULL,
-    output_file: Annotated[
-        Optional[Path], typer.Option("--output-file", "-o", help="Write the report to this file, not stdout.")
-    ] = None,
-    statistics: Annotated[
-        bool, typer.Option("--statistics", help="Print counts per rule instead of findings.")
-    ] = False,
-    exit_zero: Annotated[bool, typer.Option("--exit-zero", "-e", help="Exit 0 even when there are findings.")] = False,
-    fix: Annotated[bool, typer.Option("--fix/--no-fix", help="Apply safe fixes.", rich_help_panel=_FIXING)] = False,
-    unsafe_fixes: Annotated[
-        bool,
-        typer.Option("--unsafe-fixes", help="Apply (with --fix) or count unsafe fixes too.", rich_help_panel=_FIXING),
-    ] = False,
-    diff: Annotated[
-        bool,
-        typer.Option(
-            "--diff", help="Print the fixes as a diff, change no file; exit 1 if any.", rich_help_panel=_FIXING
-        ),
-    ] = False,
-    show_fixes: Annotated[
-        bool, typer.Option("--show-fixes", help="List what --fix fixed.", rich_help_panel=_FIXING)
-    ] = False,
-    exit_non_zero_on_fix: Annotated[
-        bool,
-        typer.Option(
-            "--exit-non-zero-on-fix",
-            help="Exit 1 when something was fixed, even if nothing remains.",
-            rich_help_panel=_FIXING,
-        ),
-    ] = False,
-    add_noqa: Annotated[
-        bool,
-        typer.Option("--add-noqa", help="Add `# noqa: CODE` to every line with a finding.", rich_help_panel=_FIXING),
-    ] = False,
-    no_cache: Annotated[bool, typer.Option("--no-cache", "-n", help="Neither read nor write the cache.")] = False,
-    cache_dir: Annotated[
-        Optional[Path],
-        typer.Option(
-            envvar=CACHE_DIR_VARIABLE, help="Where to keep the cache (default: .gpumem_lint_cache in the project)."
-        ),
-    ] = None,
-    stdin_filename: Annotated[
-        Optional[Path],
-        typer.Option(help="Lint standard input (also `-` as the path), named like this for configuration and output."),
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the findings, no summary.")] = False,
-    force_exclude: Annotated[
-        bool, typer.Option("--force-exclude", help="Apply excludes to paths given on the command line too.")
-    ] = False,
-    config: Annotated[
-        Optional[Path], typer.Option("--config", help="Use this pyproject.toml instead of searching for one.")
-    ] = None,
-) -> None:
-    """Lint files and directories (the default command: `gpumem-lint PATH...` is the same)."""
-    from_stdin = paths == ["-"] or (stdin_filename is not None and not paths)
-    arguments = [str(stdin_filename or ".")] if from_stdin else paths or ["."]
-    try:
-        overrides = CliOverrides(
-            select=_split(select) if select is not None else None,
-            extend_select=_split(extend_select),
-            ignore=_split(ignore),
-            force_exclude=force_exclude,
-        )
-        settings = load_settings(arguments, overrides, config)
-        selection = RuleSelection.from_settings(settings)
-        files = [] if from_stdin else discover_files(arguments, settings)
-    except ConfigError as error:
-        _fail(str(error))
-    # A path that names nothing is a usage error (exit 2), but the paths that exist are still linted.
-    missing = [] if from_stdin else missing_paths(arguments)
-    for argument in missing:
-        _error(f"{argument}: no such file or directory")
-    request = Request(
-        output_format,
-        quiet,
-        statistics,
-        exit_zero,
-        fix,
-        unsafe_fixes,
-        diff,
-        show_fixes,
-        exit_non_zero_on_fix,
-        add_noqa,
-        use_cache=not no_cache,
-        cache_dir=cache_dir,
-    )
-    if from_stdin:
-        # With --fix, stdout carries the fixed source, so the report goes to stderr.
-        with _report_console(output_file, stderr=fix) as console:
-            raise typer.Exit(
-                check_stdin(sys.stdin.buffer.read(), stdin_filename, selection, settings, request, console)
-            )
-    if not files and not missing and not quiet:
-        typer.echo("warning: No Python files found under the given path(s)", err=True)
-    with _report_console(output_file) as console:
-        code = check_files(files, selection, settings, request, console)
-    raise typer.Exit(2 if missing else code)
-
-
-@app.command()
-def clean(
-    cache_dir: Annotated[
-        Optional[Path], typer.Option(envvar=CACHE_DIR_VARIABLE, help="The cache to remove, if not the default.")
-    ] = None,
-) -> None:
-    """Remove the cache of the project in the current directory."""
-    try:
-        settings = load_settings(["."], CliOverrides())
-    except ConfigError as error:
-        _fail(str(error))
-    directory = cache_directory(settings, cache_dir)
-    if remove_cache(directory):
-        typer.echo(f"Removed cache at {directory}", err=True)
-
-
-@app.command()
-def server() -> None:
-    """Run the language server on standard input and output (for editors)."""
-    try:
-        from gpumem_lint.server import serve
-    except ImportError as error:
-        _fail(f"the language server needs pygls ({error.name} is missing): pip install '.[server]' in a clone")
-    serve()
-
-
-@app.command()
-def rule(code: Annotated[str, typer.Argument(help="A rule code, such as GML001.")]) -> None:
-    """Print a rule's documentation."""
-    from gpumem_lint.docs import render_rule_page
-    from gpumem_lint.rules import RULES_BY_CODE
-
-    rule_cls = RULES_BY_CODE.get(code.upper())
-    if rule_cls is None:
-        _fail(f"unknown rule code '{code}'; `gpumem-lint rules` lists them")
-    page = render_rule_page(rule_cls)
-    console = Console()
-    if console.is_terminal:
-        from rich.markdown import Markdown
-
-        console.print(Markdown(page))
-    else:
-        typer.echo(page, nl=False)
-
-
-@app.command("rules")
-def list_rules(
-    output_format: Annotated[
-        RulesFormat, typer.Option(help="A table, or JSON with each full page.")
-    ] = RulesFormat.TEXT,
-) -> None:
-    """List every rule."""
-    from gpumem_lint.rules import ALL_RULES
-
-    if output_format is RulesFormat.JSON:
-        from gpumem_lint.docs import render_rule_page
-
-        entries = [
-            {
-                "code": rule_cls.code,
-                "name": rule_cls.name,
-                "severity": rule_cls.severity.value,
-                "summary": rule_cls.summary,
-                "fix_title": rule_cls.fix_title,
-                # As ruff's `fix_availability` field, with the tier: "safe", "unsafe", or null.
-                "fix": rule_cls.fix_applicability.value if rule_cls.fix_applicability else None,
-                "explanation": render_rule_page(rule_cls),
-            }
-            for rule_cls in ALL_RULES
-        ]
-        typer.echo(json.dumps(entries, indent=2))
-        return
-    from rich.table import Table
-
-    table = Table("Code", "Name", "Severity", "Summary")
-    for rule_cls in ALL_RULES:
-        table.add_row(rule_cls.code, rule_cls.name, rule_cls.severity.value, rule_cls.summary)
-    Console().print(table)
+#: `check`'s flags and options that `_quick_check` parses, by every spelling typer accepts.
+_FLAGS = {"-q": "quiet", "--quiet": "quiet", "-n": "no_cache", "--no-cache": "no_cache"}
+_FLAGS |= {"--force-exclude": "force_exclude", "-e": "exit_zero", "--exit-zero": "exit_zero"}
+_OPTIONS = {"--select": "select", "--extend-select": "extend_select", "--ignore": "ignore"}
+_OPTIONS |= {"--output-format": "output_format", "--config": "config", "--cache-dir": "cache_dir"}
+_REPEATED = ("select", "extend_select", "ignore")
+_OUTPUT_FORMAT_VARIABLE = "GPUMEM_LINT_OUTPUT_FORMAT"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -263,18 +35,76 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in (*_COMMANDS, *_TOP_LEVEL_OPTIONS):
         args.insert(0, "check")
-    if args[0] == "trace":
-        args = ["trace", *trace_command.split_arguments(args[1:])]
     try:
+        code = _quick_check(args[1:]) if args[0] == "check" else None
+        if code is not None:
+            raise SystemExit(code)
+        from gpumem_lint.app import app, trace_command
+
+        if args[0] == "trace":
+            args = ["trace", *trace_command.split_arguments(args[1:])]
         app(args=args, prog_name="gpumem-lint")
     except SystemExit as done:
         if argv is None and args[0] != "trace":  # the program itself, not a caller in Python
             _exit_now(done.code)
         raise
     except Exception as error:
+        import traceback
+
         traceback.print_exc()
         print(f"gpumem-lint: error: internal error: {error!r}; please report it", file=sys.stderr)
         sys.exit(2)
+
+
+def _quick_check(arguments: Sequence[str]) -> int | None:
+    """Run `check` with these arguments when they are all paths and options of `_FLAGS` and
+    `_OPTIONS` spelt out (`--select X` or `--select=X`), and return the exit code; None for
+    any other command line, left to typer."""
+    values: dict[str, object] = {name: [] for name in _REPEATED}
+    paths: list[str] = []
+    at = 0
+    while at < len(arguments):
+        argument = arguments[at]
+        at += 1
+        if not argument.startswith("-"):
+            paths.append(argument)
+            continue
+        name, given, value = argument.partition("=")
+        if name in _FLAGS and not given:
+            values[_FLAGS[name]] = True
+            continue
+        if name not in _OPTIONS:
+            return None  # `-`, `--`, `-qn`, --help, --fix, a typo: typer's
+        if not given:
+            if at == len(arguments) or arguments[at].startswith("-"):
+                return None
+            value, at = arguments[at], at + 1
+        if _OPTIONS[name] in _REPEATED:
+            values[_OPTIONS[name]].append(value)
+        else:
+            values[_OPTIONS[name]] = value
+    from gpumem_lint.check_command import Request, Selectors, run_check, split
+    from gpumem_lint.output import OutputFormat
+
+    output_format = values.get("output_format", os.environ.get(_OUTPUT_FORMAT_VARIABLE, OutputFormat.FULL.value))
+    if output_format not in {choice.value for choice in OutputFormat}:
+        return None  # typer says what the choices are
+    selectors = Selectors(
+        paths or None,
+        split(values["select"]) if values["select"] else None,
+        split(values["extend_select"]),
+        split(values["ignore"]),
+        bool(values.get("force_exclude")),
+        Path(values["config"]) if "config" in values else None,
+    )
+    request = Request(
+        OutputFormat(output_format),
+        quiet=bool(values.get("quiet")),
+        exit_zero=bool(values.get("exit_zero")),
+        use_cache=not values.get("no_cache"),
+        cache_dir=Path(values["cache_dir"]) if "cache_dir" in values else None,
+    )
+    return run_check(selectors, request)
 
 
 def _exit_now(code: object) -> NoReturn:
@@ -288,31 +118,3 @@ def _exit_now(code: object) -> NoReturn:
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
             stream.flush()
     os._exit(code or 0)
-
-
-def _split(values: Sequence[str] | None) -> tuple[str, ...]:
-    """`--select A,B --select C` -> ("A", "B", "C")."""
-    return tuple(part.strip() for value in values or () for part in value.split(",") if part.strip())
-
-
-@contextlib.contextmanager
-def _report_console(output_file: Path | None, stderr: bool = False) -> Iterator[Console]:
-    # Markup, emoji codes and highlighting are off: messages are printed as written, never wrapped.
-    options = {"soft_wrap": True, "markup": False, "emoji": False, "highlight": False}
-    if output_file is None:
-        yield Console(stderr=stderr, **options)
-        return
-    try:
-        with output_file.open("w", encoding="utf-8") as stream:
-            yield Console(file=stream, no_color=True, color_system=None, **options)
-    except OSError as error:
-        _fail(f"{output_file}: cannot write output file: {error.strerror or error}")
-
-
-def _fail(message: str) -> NoReturn:
-    _error(message)
-    raise typer.Exit(2)
-
-
-def _error(message: str) -> None:
-    typer.echo(f"gpumem-lint: error: {message}", err=True)

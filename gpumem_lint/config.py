@@ -11,19 +11,11 @@ meaning paths under the base's directory.
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from gpumem_lint.target import parse_target_version
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 TABLE = "tool.gpumem-lint"
 
@@ -173,6 +165,7 @@ def _read_base(path: Path, cwd: Path) -> dict:
     """A pyproject.toml's table, or a gpumem-lint.toml whose top level is the table."""
     if path.name == "pyproject.toml":
         return _read_table(path, cwd) or {}
+    tomllib = _tomllib()
     try:
         with path.open("rb") as file:
             return tomllib.load(file)
@@ -218,6 +211,7 @@ def find_config(start: Path, cwd: Path) -> tuple[Path, dict] | None:
 
 
 def _read_table(path: Path, cwd: Path) -> dict | None:
+    tomllib = _tomllib()
     try:
         with path.open("rb") as file:
             document = tomllib.load(file)
@@ -231,9 +225,22 @@ def _read_table(path: Path, cwd: Path) -> dict | None:
     return table
 
 
+def _tomllib():
+    """The TOML parser, imported when there is a file to read."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    return tomllib
+
+
 def _validate(table: dict, where: str) -> None:
+    from gpumem_lint.target import parse_target_version
+
     for key, value in table.items():
         if key not in _KNOWN_KEYS:
+            import difflib
+
             close = difflib.get_close_matches(key, _KNOWN_KEYS, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ConfigError(f"{where}: unknown key '{key}' in [{TABLE}]{hint}")

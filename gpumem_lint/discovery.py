@@ -9,11 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-
-from pathspec import GitIgnoreSpec
+from typing import TYPE_CHECKING
 
 from gpumem_lint.config import Settings, display_path, project_relative
+
+if TYPE_CHECKING:  # pathspec is imported where a pattern is matched (a file named alone needs none)
+    from pathspec import GitIgnoreSpec
 
 #: Python files and Jupyter notebooks, as ruff lints by default.
 LINTED_SUFFIXES = (".py", ".pyi", ".ipynb")
@@ -53,7 +56,13 @@ def discover_files(arguments: Sequence[str], settings: Settings, cwd: Path | Non
 class _Walker:
     def __init__(self, settings: Settings) -> None:
         self.root = settings.project_root
-        self.exclude = GitIgnoreSpec.from_lines(settings.exclude)
+        self.patterns = settings.exclude
+
+    @cached_property
+    def exclude(self) -> GitIgnoreSpec:
+        from pathspec import GitIgnoreSpec
+
+        return GitIgnoreSpec.from_lines(self.patterns)
 
     def excluded(self, path: Path, is_dir: bool, base: Path | None = None) -> bool:
         relative = project_relative(path, base or self.root)
@@ -110,6 +119,8 @@ def _read_gitignore(directory: Path) -> tuple[Path, GitIgnoreSpec] | None:
         lines = (directory / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
+    from pathspec import GitIgnoreSpec
+
     return directory, GitIgnoreSpec.from_lines(lines)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import sys
 import traceback
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from gpumem_lint.rules import InternalError, InvalidSyntax, UnreadableFile
 from gpumem_lint.rules.base import Report, Rule
 from gpumem_lint.rules.gml002_unused_suppression import UnusedSuppression, unused_suppressions
 from gpumem_lint.source import decode_source, undecodable_reason
+from gpumem_lint.untriggered import syntax_error
 
 
 def lint_path(path: Path, display: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
@@ -156,17 +156,8 @@ def _syntax_only(text: str, display: str, rules: Sequence[type[Rule]]) -> list[D
     """A file no rule can flag is not given to libcst; CPython still checks its syntax."""
     if InvalidSyntax not in rules:
         return []
-    try:
-        with warnings.catch_warnings():  # CPython's SyntaxWarnings are not ours to print
-            warnings.simplefilter("ignore")
-            compile(text, display, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST
-    except SyntaxError as error:
-        row = error.lineno or 1
-        column = error.offset or 1
-        return [_diagnostic(InvalidSyntax, display, row, column, error.msg)]  # CPython's words
-    except (ValueError, RecursionError, MemoryError) as error:
-        return [_diagnostic(InvalidSyntax, display, 1, 1, f"cannot parse file: {error}")]
-    return []
+    found = syntax_error(text, display)
+    return [_diagnostic(InvalidSyntax, display, *found)] if found else []  # CPython's words
 
 
 def _syntax_diagnostic(error: cst.ParserSyntaxError, display: str, rules) -> list[Diagnostic]:

@@ -7,16 +7,13 @@ for `--diff`, turned into a unified diff and left alone.
 
 from __future__ import annotations
 
-import difflib
 import os
-import tempfile
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpumem_lint import collector
+from gpumem_lint import collector, untriggered
 from gpumem_lint.cache import Cache, content_hash
 from gpumem_lint.diagnostics import Diagnostic, Position, fix_allowed
 from gpumem_lint.notebook import SUFFIX as NOTEBOOK_SUFFIX
@@ -101,6 +98,8 @@ def lint_jobs(
     workers = min(cores or _available_cores(), len(pending) // _PARALLEL_THRESHOLD)
     if workers > 1:  # largest first: a large file handed out last would keep the other workers waiting
         pending.sort(key=lambda item: -len(item[2] or b""))
+    else:  # a few files (a pre-commit run): those no selected rule can flag need neither the rules nor libcst
+        pending = _answer_untriggered(pending, results, cache, on_file_done)
     work = [(job, data, digest, fix) for _, job, data, digest in pending]
     if work:
         _load_linter()  # before the heap is frozen; once, rather than in every worker the pool forks
@@ -108,6 +107,7 @@ def lint_jobs(
         if workers <= 1:
             _collect(pending, map(_run_job, work), results, cache, on_file_done)
         else:
+            import tempfile
             from concurrent.futures import ProcessPoolExecutor  # 14 ms to import: only for a pool
 
             from gpumem_lint.semantic.module_graph import share_summaries
@@ -133,6 +133,23 @@ def lint_jobs(
     return run
 
 
+def _answer_untriggered(pending, results, cache, on_file_done) -> list:
+    """Answer the pending `.py` files that show no trigger of their rules (`untriggered`); the rest."""
+    left = []
+    for item in pending:
+        _, job, data, digest = item
+        found = (
+            None
+            if data is None or job.path.suffix == NOTEBOOK_SUFFIX
+            else untriggered.answer(data, job.display, job.codes)
+        )
+        if found is None:
+            left.append(item)
+            continue
+        _collect([item], [FileResult(tuple(found), digest=digest)], results, cache, on_file_done)
+    return left
+
+
 def _collect(pending, outcomes, results, cache, on_file_done) -> None:
     for (index, job, _, _), outcome in zip(pending, outcomes):
         results[index] = outcome
@@ -151,6 +168,8 @@ def _run_job(work: tuple[Job, bytes | None, str | None, FixMode | None]) -> File
 
         if InternalError.code not in job.codes:
             return FileResult(())
+        import traceback
+
         where = traceback.extract_tb(error.__traceback__)[-1]
         message = (
             f"internal error ({type(error).__name__} at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}); "
@@ -229,6 +248,8 @@ def _fix_job(job: Job, data: bytes, text: str, digest: str | None, rules, fix: F
 
 
 def unified_diff(before: str, after: str, display: str) -> str:
+    import difflib
+
     lines = difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=display, tofile=display
     )

@@ -14,11 +14,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from pathspec import GitIgnoreSpec
+from typing import TYPE_CHECKING
 
 from gpumem_lint.config import ConfigError, SelectorLayer, Settings, project_relative
 from gpumem_lint.rules import ALL_CODES
+
+if TYPE_CHECKING:  # imported for per-file-ignores only
+    from pathspec import GitIgnoreSpec
 
 ALL = "ALL"
 _SELECTOR = re.compile(r"(?P<linter>[A-Z]+)[0-9]*")
@@ -35,6 +37,8 @@ class RuleSelection:
 
     @classmethod
     def from_settings(cls, settings: Settings, codes: Sequence[str] = ALL_CODES) -> RuleSelection:
+        if settings.per_file_ignores:
+            from pathspec import GitIgnoreSpec
         per_file = tuple(
             (GitIgnoreSpec.from_lines([pattern]), _codes_for_all(selectors, codes, f"per-file-ignores '{pattern}'"))
             for pattern, selectors in settings.per_file_ignores

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpumem_lint import runner
+from gpumem_lint import runner, untriggered
 from gpumem_lint.cache import Cache, content_hash
 from gpumem_lint.cli import main
 from gpumem_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Severity
@@ -35,15 +35,22 @@ def in_tmp(monkeypatch, tmp_path):
 
 @pytest.fixture
 def linted(monkeypatch) -> list[str]:
-    """The display paths the engine is asked to lint, run after run."""
+    """The display paths linted run after run: by the engine, or answered without it (`untriggered`)."""
     calls: list[str] = []
-    real = runner._run_job
+    real, real_answer = runner._run_job, untriggered.answer
 
     def counting(work):
         calls.append(work[0].display)
         return real(work)
 
+    def answering(data, display, codes):
+        found = real_answer(data, display, codes)
+        if found is not None:
+            calls.append(display)
+        return found
+
     monkeypatch.setattr(runner, "_run_job", counting)
+    monkeypatch.setattr(untriggered, "answer", answering)
     return calls
 
 

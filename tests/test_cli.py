@@ -188,7 +188,7 @@ def test_internal_error_exits_2_not_1(capsys, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("gpumem_lint.cli.discover_files", explode)
+    monkeypatch.setattr("gpumem_lint.check_command.discover_files", explode)
     code, _, err = run(capsys, ".")
     assert code == 2
     assert "gpumem-lint: error: internal error: RuntimeError('boom')" in err

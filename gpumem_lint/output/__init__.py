@@ -6,13 +6,13 @@ import importlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from enum import Enum
-
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from gpumem_lint.diagnostics import Applicability, Diagnostic, Severity, fix_allowed
-from gpumem_lint.output.concise import printable
-from gpumem_lint.output.source_lines import SourceLines
+
+if TYPE_CHECKING:  # rich is imported by the renderers, for a report that prints something
+    from rich.console import Console
+    from rich.text import Text
 
 
 class OutputFormat(str, Enum):
@@ -67,6 +67,8 @@ def write_report(
         as_json = output_format in (OutputFormat.JSON, OutputFormat.JSON_LINES)
         statistics.render(diagnostics, console, as_json=as_json)
         return
+    from gpumem_lint.output.source_lines import SourceLines
+
     render = _renderer(output_format)
     if output_format not in _TEXT_FORMATS:
         extra = {"sources": SourceLines(linted)} if output_format is OutputFormat.SARIF else {}
@@ -120,6 +122,10 @@ def plural(count: int, singular: str, plural_form: str | None = None) -> str:
 
 def fixed_listing(fixed: Sequence[Diagnostic]) -> Text:
     """`--show-fixes`: what was fixed, per file and code."""
+    from rich.text import Text
+
+    from gpumem_lint.output.concise import printable
+
     text = Text(f"Fixed {counted(fixed)}:\n")
     per_file: dict[str, Counter[tuple[str, str]]] = {}
     for diagnostic in fixed:
