@@ -1,10 +1,17 @@
-"""Start-up: `gpumem-lint check` on a one-line file, and the imports that cost the most.
+"""Start-up: `gpumem-lint` on a one-line file, and the imports that cost the most.
 
     python bench/startup.py [--runs 10]
 
-Prints the median wall and CPU time of the runs (each a fresh process, no cache) next
-to a bare `python -c pass`, then the ten slowest imports of one run (`-X importtime`,
-self time, so a package is not charged for what it imports).
+Prints the median wall and CPU time of the runs (each a fresh process) next to a bare
+`python -c pass` and `import libcst`:
+
+- a clean file (no trigger word of any rule) with `--no-cache -q`: answered without the
+  rules, libcst, typer or rich (gpumem_lint/untriggered.py);
+- the same file as the pre-commit hook runs it (`check --force-exclude`, the cache, the summary);
+- a file with a trigger word (`import torch`): the rules and libcst are loaded.
+
+Then the ten slowest imports of each gpumem-lint run (`-X importtime`, self time, so a
+package is not charged for what it imports).
 """
 
 from __future__ import annotations
@@ -29,31 +36,40 @@ def main() -> int:
     args = parser.parse_args()
     compile_linter()
     with tempfile.TemporaryDirectory(prefix="gpumem-lint-startup-") as scratch:
-        tiny = Path(scratch) / "tiny.py"
-        tiny.write_text("x = 1\n")
-        lint = [sys.executable, "-m", "gpumem_lint", "check", "--no-cache", str(tiny)]
-        bare = [sys.executable, "-c", "pass"]
-        for label, command in (("python -c pass", bare), ("gpumem-lint check tiny.py", lint)):
+        Path(scratch, "tiny.py").write_text("x = 1\n")
+        Path(scratch, "torch_tiny.py").write_text("import torch\n\nx = torch.zeros(3)\n")
+        linter = [sys.executable, "-m", "gpumem_lint"]
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "python -c 'import libcst'": [sys.executable, "-c", "import libcst"],
+            "--no-cache -q tiny.py": [*linter, "--no-cache", "-q", "tiny.py"],
+            "check --force-exclude tiny.py": [*linter, "check", "--force-exclude", "tiny.py"],
+            "--no-cache -q torch_tiny.py": [*linter, "--no-cache", "-q", "torch_tiny.py"],
+        }
+        for label, command in commands.items():
             runs = [_run(command, scratch) for _ in range(args.runs)]
             wall = statistics.median(run[0] for run in runs)
             cpu = statistics.median(run[1] for run in runs)
             print(
-                f"{label:28} wall {wall:.3f} s  cpu {cpu:.3f} s  (median of {args.runs}, load {os.getloadavg()[0]:.2f})"
+                f"{label:30} wall {wall:.3f} s  cpu {cpu:.3f} s  (median of {args.runs}, load {os.getloadavg()[0]:.2f})"
             )
-        result = subprocess.run(
-            [sys.executable, "-X", "importtime", *lint[1:]], capture_output=True, text=True, cwd=scratch, check=False
-        )
+        for label, command in commands.items():
+            if command[:3] == linter:
+                print(f"slowest imports of `{label}` (self, ms):", _slowest_imports(command, scratch))
+    return 0
+
+
+def _slowest_imports(command: list[str], cwd: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", *command[1:]], capture_output=True, text=True, cwd=cwd, check=False
+    )
     imports = []
     for line in result.stderr.splitlines():
         if line.startswith("import time:") and "|" in line:
             own, _, name = line[len("import time:") :].split("|")
             if own.strip().isdigit():
                 imports.append((int(own), name.strip()))
-    print(
-        "slowest imports (self, ms):",
-        ", ".join(f"{name} {own / 1000:.0f}" for own, name in sorted(imports)[-10:][::-1]),
-    )
-    return 0
+    return ", ".join(f"{name} {own / 1000:.1f}" for own, name in sorted(imports)[-10:][::-1])
 
 
 def _run(command: list[str], cwd: str) -> tuple[float, float]:
