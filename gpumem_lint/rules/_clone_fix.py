@@ -16,6 +16,7 @@ from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Position
 from gpumem_lint.fixes import Applicability, Edit, Fix, insert_after, source_line
 from gpumem_lint.rules._out_of_place_fix import is_inplace_true, out_of_place
+from gpumem_lint.semantic.values import Write
 
 #: Expressions that `.clone()` can follow without parentheses (`a + b.clone()` would copy only `b`).
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
@@ -45,8 +46,12 @@ def clone_before(ctx: FileContext, node: cst.CSTNode) -> Fix | None:
     )
 
 
-def unshared_write(ctx: FileContext, node: cst.CSTNode) -> Fix | None:
-    """The write made out of place where it can be (`x = x * s`), else on a copy made just before it."""
+def unshared_write(ctx: FileContext, write: Write) -> Fix | None:
+    """The write made out of place where it can be (`x = x * s`, a list's item `xs[i] = xs[i] + y`),
+    else on a copy made just before it (`x = x.clone()` above `x[i] = 0`)."""
+    node = write.node
+    if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Subscript):
+        return clone_before(ctx, node) if write.op.startswith("[]") else out_of_place(ctx, node, item=True)
     return out_of_place(ctx, node) or clone_before(ctx, node)
 
 

@@ -12,13 +12,15 @@ from gpumem_lint.fixes import Applicability, Fix, replace, source_line
 from gpumem_lint.knowledge import data_text
 
 
-def out_of_place(ctx: FileContext, node: cst.CSTNode) -> Fix | None:
+def out_of_place(ctx: FileContext, node: cst.CSTNode, *, item: bool = False) -> Fix | None:
     """For a plain name `x`: `x += y` -> `x = x + y`; `x.mul_(y)` or `x.sub_(m).div_(s)` (a statement)
     -> `x = x.mul(y)`, `x = x.sub(m).div(s)`; `F.relu(x, inplace=True)` -> `F.relu(x)`, bound to `x`
-    when it is a statement."""
-    if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+    when it is a statement. With `item`, `xs[i] += y` on a container's item -> `xs[i] = xs[i] + y`."""
+    if isinstance(node, cst.AugAssign) and (
+        isinstance(node.target, cst.Name) or item and isinstance(node.target, cst.Subscript)
+    ):
         operator = ctx.code(node.operator).strip().removesuffix("=")
-        target = node.target.value
+        target = ctx.code(node.target)
         code = f"{target} = {target} {operator} {ctx.code(node.value)}"
     elif isinstance(node, cst.Call) and (chain := _out_of_place_chain(node)) is not None and _is_statement(ctx, node):
         target, new = chain

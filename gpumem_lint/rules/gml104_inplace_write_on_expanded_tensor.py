@@ -171,5 +171,5 @@ print(align(torch.tensor([[-1.0], [2.0]]), torch.ones(2, 3)).tolist())
                         f"{write_text(ctx, write)} writes in place to an expanded tensor (line "
                         f"{ctx.line(write.writer.node)}) whose elements share memory: PyTorch raises "
                         '"more than one element of the written-to tensor refers to a single memory location"',
-                        fix=unshared_write(ctx, write.node),
+                        fix=unshared_write(ctx, write),
                     )

@@ -207,5 +207,5 @@ k.t_()
                         f"{write_text(ctx, write)} writes in place to one of several views returned at line "
                         f'{ctx.line(write.writer.node)}: autograd raises "is a view and is being modified '
                         'inplace" when the input requires grad',
-                        fix=unshared_write(ctx, write.node),
+                        fix=unshared_write(ctx, write),
                     )

@@ -4,7 +4,7 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.fixes import Applicability
-from gpumem_lint.rules._out_of_place_fix import out_of_place
+from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
@@ -54,8 +54,10 @@ class InplaceWriteOnSavedTensor(Rule):
     ```
 
     ## Fix safety
-    The fix writes out of place (`h = h * m`, `h = h.mul(m)`). It is unsafe: other aliases
-    of the old tensor no longer see the write, and the new tensor costs memory.
+    The fix writes out of place (`h = h * m`, `h = h.mul(m)`, a list's item
+    `xs[i] = xs[i] + y`), or writes a copy made just before (`p = p.clone()` above
+    `p[mask] = 0`). It is unsafe: other aliases of the old tensor no longer see the write,
+    and the new tensor costs memory.
 
     ## References
     - [Autograd mechanics: in-place operations](https://docs.pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
@@ -256,6 +258,23 @@ class Head(nn.Module):
 Head()([torch.randn(1, 3, 8, 8), torch.randn(1, 3, 4, 4)]).sum().backward()
 """,
             (13,),
+            fixed="""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv2d(3, 4, 1), nn.Conv2d(3, 4, 1)])
+
+    def forward(self, feats):
+        laterals = [F.relu(conv(f)) for conv, f in zip(self.convs, feats)]
+        laterals[0] = laterals[0] + F.interpolate(laterals[1], size=laterals[0].shape[2:])
+        return laterals[0]
+
+Head()([torch.randn(1, 3, 8, 8), torch.randn(1, 3, 4, 4)]).sum().backward()
+""",
         ),
         Invalid(
             """
@@ -272,6 +291,20 @@ loss = flipped_probabilities(model(torch.randn(2, 4)), torch.tensor([[1, 0, 1], 
 loss.backward()
 """,
             (7,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+def flipped_probabilities(logits, target):
+    prob = logits.sigmoid()
+    prob = prob.clone()
+    prob[target == 0] = 1 - prob[target == 0]
+    return -(prob.clamp(min=1e-6).log()).mean()
+
+model = nn.Linear(4, 3)
+loss = flipped_probabilities(model(torch.randn(2, 4)), torch.tensor([[1, 0, 1], [0, 0, 1]]))
+loss.backward()
+""",
         ),
     )
 
@@ -291,7 +324,7 @@ loss.backward()
                     f"{write_text(ctx, write)} overwrites a tensor `{_op_text(ctx, saved.saving)}` at line "
                     f"{ctx.line(saved.saving.node)} saved for backward ({kept}): `backward()` raises "
                     '"modified by an inplace operation"',
-                    fix=out_of_place(ctx, write.node),
+                    fix=unshared_write(ctx, write),
                 )
 
 
