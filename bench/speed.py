@@ -2,7 +2,15 @@
 
     python bench/speed.py [--corpus NAME ...] [--rounds 3] [--torchfix PATH] [--torchfix-corpus NAME ...]
 
-For each corpus (bench/corpora.py) it runs, interleaved, `--rounds` times each:
+Each corpus (bench/corpora.py) is linted **as a checkout**, the way its users lint it: its
+`.py` files are copied into a scratch directory whose root holds a `pyproject.toml` (the
+corpus's own when it has one), so the linter finds the project root and follows first-party
+imports (`semantic/module_graph.py`). timm, transformers and the torch package are unpacked
+packages (`timm/...` under the copy's root, as in their repositories); the corpora unpacked
+from repositories keep their layout. `--as-found` lints the files where they lie instead (a
+corpus without a root marker is then a tree of unrelated scripts: no import is followed).
+
+For each corpus it runs, interleaved, `--rounds` times each:
 
 - floor:  start Python, import libcst, parse every file, on the same number of processes
           (and chunks) as the linter's pool;
@@ -23,6 +31,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -63,6 +72,9 @@ def main() -> int:
     parser.add_argument("--no-warm", action="store_true", help="skip the warm (cached) runs")
     parser.add_argument("--select", help="rule selectors for the linter runs (default: its own default)")
     parser.add_argument("--json", type=Path, help="also write every sample here")
+    parser.add_argument(
+        "--as-found", action="store_true", help="lint the files where they lie, not as a checkout with a project root"
+    )
     args = parser.parse_args()
     global _SELECT
     _SELECT = args.select
@@ -74,12 +86,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="gpumem-lint-bench-") as scratch:
         lists = {}
         for name in names:
-            files = python_files(available[name])
+            root = available[name] if args.as_found else checkout(name, available[name], Path(scratch) / "checkouts")
+            files = python_files(root)
             listing = Path(scratch) / f"{name}.files"
             listing.write_text("\n".join(map(str, files)))
             lines = sum(_count_lines(path) for path in files)
             lists[name] = listing
-            print(f"{name}: {len(files)} files, {lines:,} lines ({available[name]})", flush=True)
+            where = available[name] if args.as_found else f"{available[name]}, as a checkout in {root}"
+            print(f"{name}: {len(files)} files, {lines:,} lines ({where})", flush=True)
         for round_ in range(args.rounds):
             for name in names:
                 listing = lists[name]
@@ -105,6 +119,29 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps([asdict(sample) for sample in samples], indent=1))
     return 0
+
+
+#: What makes a directory a project root for the linter (semantic/module_graph.py `_ROOT_MARKERS`).
+_ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def checkout(name: str, corpus: Path, under: Path) -> Path:
+    """A copy of the corpus's `.py` files (and its root's configuration) laid out as its
+    repository is: a package directory (timm, transformers, torch) under a root, and a
+    `pyproject.toml` at the root unless the corpus has a root marker of its own."""
+    package = (corpus / "__init__.py").is_file()
+    root = under / name
+    top = root / corpus.name if package else root
+    for source in python_files(corpus):
+        target = top / source.relative_to(corpus)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    for marker in ("pyproject.toml", "setup.py", "setup.cfg"):
+        if not package and (corpus / marker).is_file():
+            shutil.copyfile(corpus / marker, root / marker)
+    if not any((root / marker).exists() for marker in _ROOT_MARKERS):
+        (root / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n')
+    return root
 
 
 def _lint_command(listing: Path, cache: Path | None) -> list[str]:
