@@ -1,7 +1,11 @@
 from collections.abc import Iterator
 
+import libcst as cst
+
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
+from gpumem_lint.fixes import Applicability
+from gpumem_lint.rules._clone_fix import clone_at
 from gpumem_lint.rules._reporting import alias_phrase, first_reads, write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
@@ -59,8 +63,10 @@ class AliasReadAfterInplaceWrite(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix yet. Adding `.clone()` at the alias is the usual remedy;
-    it costs one copy of the tensor.
+    The fix adds `.clone()` where the alias is made (`prev = hidden.detach().clone()`) or
+    where the tensor is stored (`states.append(hidden.clone())`); a swap through views has
+    none (it needs a temporary). It is unsafe: the copy costs memory, and code that meant
+    to follow the tensor's later values no longer does.
 
     ## References
     - [Tensor views](https://docs.pytorch.org/docs/stable/tensor_view.html)
@@ -70,6 +76,7 @@ class AliasReadAfterInplaceWrite(Rule):
     code = "GML103"
     name = "alias-read-after-inplace-write"
     severity = Severity.WARNING
+    fix_applicability = Applicability.UNSAFE
     summary = "A view or `.detach()`/`.data` alias is read after its memory was written in place"
     fix_title = "Take a copy where the alias is made (`.clone()`), or write out of place"
     triggers = ("torch", "numpy")
@@ -153,6 +160,17 @@ def unroll(cell, xs):
     return torch.stack(states)
 """,
             (8,),
+            fixed="""
+import torch
+
+def unroll(cell, xs):
+    hidden = torch.zeros(xs.shape[1:])
+    states = []
+    for x in xs:
+        hidden.copy_(cell(x, hidden))
+        states.append(hidden.clone())
+    return torch.stack(states)
+""",
         ),
         Invalid(
             """
@@ -166,6 +184,16 @@ def smoothed_change(updates, decay):
     return hidden - prev
 """,
             (8,),
+            fixed="""
+import torch
+
+def smoothed_change(updates, decay):
+    hidden = torch.zeros_like(updates[0])
+    prev = hidden.detach().clone()
+    for update in updates:
+        hidden.mul_(decay).add_(update)
+    return hidden - prev
+""",
         ),
         Invalid(
             """
@@ -178,13 +206,42 @@ def perturbed_pair(model, batch, scale: float):
     return x, noisy
 """,
             (7,),
+            fixed="""
+import torch
+
+def perturbed_pair(model, batch, scale: float):
+    x = model.encode(batch)
+    noisy = x.detach().clone()
+    noisy += torch.randn_like(noisy) * scale
+    return x, noisy
+""",
+        ),
+        Invalid(
+            """
+import torch
+
+hidden = torch.ones(3)
+prev = hidden.detach()
+hidden.mul_(0.5).add_(1.0)
+print((hidden - prev).tolist())
+""",
+            (6,),
+            fixed="""
+import torch
+
+hidden = torch.ones(3)
+prev = hidden.detach().clone()
+hidden.mul_(0.5).add_(1.0)
+print((hidden - prev).tolist())
+""",
+            prints="[0.5, 0.5, 0.5]",
         ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
             for read in first_reads(ctx, facts, _is_reported, lambda read: id(read.write)):
-                yield Report(read.write.node, self._message(ctx, read))
+                yield Report(read.write.node, self._message(ctx, read), fix=clone_at(ctx, _copy_point(read)))
 
     def _message(self, ctx: FileContext, read: Read) -> str:
         write = read.write
@@ -210,6 +267,19 @@ def perturbed_pair(model, batch, scale: float):
             f"{ctx.line(write.writer.node)}, not a copy: `{read.place}`, read at line {ctx.line(read.node)}, "
             "changes too"
         )
+
+
+def _copy_point(read: Read):
+    """Where a `.clone()` makes the alias a copy: the snapshot or the stored tensor, else the alias
+    written through; none for a swap through views (it needs a temporary)."""
+    if not _is_place(read.place):
+        return None
+    node = read.reader.node
+    if read.reader.stored and isinstance(node, cst.Call):  # `states.append(hidden)`: the tensor stored
+        return node.args[-1].value if node.args and node.args[-1].keyword is None else None
+    if read.reader.kind in SNAPSHOT_KINDS or read.reader.stored:
+        return node
+    return read.write.writer.node
 
 
 def _is_reported(read: Read, facts: ScopeFacts) -> bool:
