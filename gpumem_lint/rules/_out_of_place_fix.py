@@ -14,7 +14,7 @@ from gpumem_lint.knowledge import data_text
 
 def out_of_place(ctx: FileContext, node: cst.CSTNode, *, item: bool = False) -> Fix | None:
     """For a plain name `x`: `x += y` -> `x = x + y`; `x.mul_(y)` or `x.sub_(m).div_(s)` (a statement)
-    -> `x = x.mul(y)`, `x = x.sub(m).div(s)`; `F.relu(x, inplace=True)` -> `F.relu(x)`, bound to `x`
+    -> `x = x.mul(y)`, `x = x.sub(m).div(s)` (returned: `return x.add(n).clamp(0, 1)`); `F.relu(x, inplace=True)` -> `F.relu(x)`, bound to `x`
     when it is a statement. With `item`, `xs[i] += y` on a container's item -> `xs[i] = xs[i] + y`."""
     if isinstance(node, cst.AugAssign) and (
         isinstance(node.target, cst.Name) or item and isinstance(node.target, cst.Subscript)
@@ -25,6 +25,10 @@ def out_of_place(ctx: FileContext, node: cst.CSTNode, *, item: bool = False) -> 
     elif isinstance(node, cst.Call) and (chain := _out_of_place_chain(node)) is not None and _is_statement(ctx, node):
         target, new = chain
         code = f"{target} = {_render(new)}"
+    elif isinstance(node, cst.Call) and (chain := _out_of_place_chain(node)) is not None and _is_statement(
+        ctx, node, "return "
+    ):
+        code = _render(chain[1])
     elif isinstance(node, cst.Call) and (functional := _without_inplace(node)) is not None:
         target, new = functional
         code = f"{target} = {_render(new)}" if _is_statement(ctx, node) else _render(new)
@@ -76,8 +80,9 @@ def _methods_with_twin() -> frozenset[str]:
     return frozenset(json.loads(data_text("ops.json"))["inplace_methods_with_twin"])
 
 
-def _is_statement(ctx: FileContext, node: cst.Call) -> bool:
-    """The call is the whole statement on its line, so its result is not used."""
+def _is_statement(ctx: FileContext, node: cst.Call, keyword: str = "") -> bool:
+    """The call is the whole statement on its line, so its result is not used (with `keyword`
+    "return ": the statement returns it)."""
     span = ctx.positions[node]
     line = source_line(ctx.text, span.start.line)
-    return span.start.line == span.end.line and line.strip() == ctx.code(node).strip()
+    return span.start.line == span.end.line and line.strip() == keyword + ctx.code(node).strip()

@@ -5,6 +5,8 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
+from gpumem_lint.fixes import Applicability
+from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.scopes import Scope
@@ -84,7 +86,11 @@ class InplaceWriteOnArgument(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix yet. The out-of-place form allocates a new tensor.
+    The fix writes out of place (`x = x + b`, `return x.add(n).clamp(0, 1)`,
+    `F.relu(x)` for `F.relu(x, inplace=True)`), or writes a copy made just before
+    (`x = x.clone()` above `x[mask] = 0`). It is unsafe: a caller that relied on the
+    change no longer sees it, and the new tensor costs memory. A module made with
+    `inplace=True` (`self.act(x)`) has none: the change belongs where it is built.
 
     ## References
     - [Autograd mechanics: in-place operations](https://docs.pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
@@ -97,6 +103,7 @@ class InplaceWriteOnArgument(Rule):
     fix_title = (
         "Write out of place (`x = x + b`), or `x = x.clone()` first; name the function `*_` if mutation is its job"
     )
+    fix_applicability = Applicability.UNSAFE
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
@@ -162,6 +169,32 @@ class Block(nn.Module):
     INVALID = (
         Invalid(
             """
+import torch
+
+def standardise(x):
+    x.sub_(x.mean()).div_(x.std())
+    return x
+
+batch = torch.tensor([1.0, 2.0, 3.0])
+features = standardise(batch)
+print(batch.tolist())
+""",
+            (5,),
+            fixed="""
+import torch
+
+def standardise(x):
+    x = x.sub(x.mean()).div(x.std())
+    return x
+
+batch = torch.tensor([1.0, 2.0, 3.0])
+features = standardise(batch)
+print(batch.tolist())
+""",
+            prints="[1.0, 2.0, 3.0]",
+        ),
+        Invalid(
+            """
 import torch.nn as nn
 
 class PositionalEncoding(nn.Module):
@@ -170,6 +203,14 @@ class PositionalEncoding(nn.Module):
         return self.dropout(x)
 """,
             (6,),
+            fixed="""
+import torch.nn as nn
+
+class PositionalEncoding(nn.Module):
+    def forward(self, x):
+        x = x + self.pe[: x.size(0)]
+        return self.dropout(x)
+""",
         ),
         Invalid(
             """
@@ -185,6 +226,18 @@ def encode(batch):
     return torch.cat([features, batch], dim=1)
 """,
             (6, 7),
+            fixed="""
+import torch
+import torch.nn.functional as F
+
+def standardise(x: torch.Tensor) -> torch.Tensor:
+    x = x.sub(x.mean()).div(x.std())
+    return F.relu(x)
+
+def encode(batch):
+    features = standardise(batch)
+    return torch.cat([features, batch], dim=1)
+""",
         ),
         Invalid(
             """
@@ -218,6 +271,7 @@ class PreAct(nn.Module):
                         write.node,
                         f"{write_text(ctx, write)} writes the caller's tensor `{name}` in place: the caller sees the "
                         "new values, and autograd raises if it is a leaf that requires grad",
+                        fix=unshared_write(ctx, write),
                     )
                 elif scope.name in confirmed:
                     call, read = confirmed[scope.name]
@@ -226,6 +280,7 @@ class PreAct(nn.Module):
                         f"{write_text(ctx, write)} writes the caller's tensor `{name}` in place: "
                         f"`{ctx.code(call)}` at line {ctx.line(call)} changes its argument, which is read again at "
                         f"line {ctx.line(read)}",
+                        fix=unshared_write(ctx, write),
                     )
 
 
