@@ -201,6 +201,66 @@ def test_first_cuda_event_before(name: str):
         assert (site.line if site else None) == (min(expected) if expected else None), site
 
 
+COMPILER_CASES = {
+    "torch.compile(...)": """
+        import os, torch
+        model = torch.compile(model)  # event
+        os.environ["TORCHINDUCTOR_FREEZING"] = "1"  # query
+    """,
+    "a decorator without a call": """
+        import os, torch
+        @torch.compile  # event
+        def step(x):
+            return x
+        os.environ["TORCHINDUCTOR_FREEZING"] = "1"  # query
+    """,
+    "a decorator with a call": """
+        import os, torch
+        @torch.compile(mode="max-autotune")  # event
+        def step(x):
+            return x
+        os.environ["TORCHINDUCTOR_FREEZING"] = "1"  # query
+    """,
+    "from torch._inductor import config": """
+        import os, torch
+        from torch._inductor import config  # event
+        os.environ["TORCHINDUCTOR_FREEZING"] = "1"  # query
+    """,
+    "from torch import _dynamo": """
+        import os, torch
+        from torch import _dynamo  # event
+        os.environ["TORCH_COMPILE_DISABLE"] = "1"  # query
+    """,
+    "import torch._dynamo.config": """
+        import os, torch
+        import torch._dynamo.config  # event
+        os.environ["TORCH_COMPILE_DISABLE"] = "1"  # query
+    """,
+    "import torch is not the event": """
+        import os, torch, torch.nn
+        from torch import nn
+        os.environ["TORCHINDUCTOR_FREEZING"] = "1"  # query
+        model = torch.compile(model)
+    """,
+    "another module's compile": """
+        import os, re, torch
+        pattern = re.compile("x")
+        os.environ["TORCHINDUCTOR_FREEZING"] = "1"  # query
+    """,
+}
+
+
+@pytest.mark.parametrize("name", COMPILER_CASES)
+def test_compiler_configuration_import(name: str):
+    source = textwrap.dedent(COMPILER_CASES[name])
+    ctx = _context(source)
+    expected = {row for row, line in enumerate(source.splitlines(), 1) if "# event" in line}
+    for node in _query_nodes(ctx, source):
+        site = ctx.program_order.first_event_before(node, {"compiler_config_import"})
+        assert (site.line if site else None) == (min(expected) if expected else None), site
+        assert site is None or site.event == "compiler_config_import"
+
+
 def test_site_names_the_call_and_the_event():
     source = "import torch\nimport os\nmodel.cuda()\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'  # query\n"
     ctx = _context(source, "train.py")

@@ -27,8 +27,11 @@ loop, a step later in the body also precedes an earlier one (the next iteration)
 
 Each call is classified with the lock-in table (`knowledge/lockin.toml`): the events it causes
 (`"cuda_driver_init"`, `"torch_cuda_init"`, `"context_creation"`, `"device_activation"`, `"first_allocation"`,
-`"process_group_init"`, `"first_collective"`, `"import_torch"`), with everything they imply,
-plus `"process_launch"` for calls that start processes (subprocess, multiprocessing, spawn).
+`"process_group_init"`, `"first_collective"`, `"import_torch"`, `"compiler_config_import"`), with everything
+they imply, plus `"process_launch"` for calls that start processes (subprocess, multiprocessing, spawn).
+A decorator written without a call (`@torch.compile`) is the call it makes; an import is the event
+of the modules it imports (`import torch` -> `import_torch`, `from torch._inductor import config` ->
+`compiler_config_import`).
 
 API (for rules; build through `ctx.program_order`, cached per file):
 
@@ -364,6 +367,8 @@ class ProgramOrder:
         elif isinstance(node, cst.FunctionDef):
             for decorator in node.decorators:
                 self._expression(decorator.decorator, where, steps, depth)
+                if not isinstance(decorator.decorator, cst.Call):
+                    steps.append(self._step(decorator.decorator, where, steps))
         elif isinstance(node, cst.ClassDef):
             for decorator in node.decorators:
                 self._expression(decorator.decorator, where, steps, depth)
@@ -522,6 +527,8 @@ class ProgramOrder:
         event = None
         if isinstance(node, cst.Call):
             event = self._classify(node, steps)
+        elif isinstance(node, (cst.Name, cst.Attribute)):  # a decorator written without a call: `@torch.compile`
+            event = self._called_event(self.imports.qualify(node))
         elif isinstance(node, (cst.Import, cst.ImportFrom)):
             event = self._import_event(node, where, steps)
         events = self._table.events[event].closure if event in self._table.events else frozenset()
@@ -534,7 +541,7 @@ class ProgramOrder:
         graph, source = self._graph, self._source
         if graph is not None and source is not None:
             steps.append(self._other_module(node, where, lambda: graph.import_sites(node, source), named=False))
-        return "import_torch" if imports_torch(_imported_modules(node)) else None
+        return module_event(_imported_modules(node))
 
     def _classify(self, call: cst.Call, steps: list[Step]) -> str | None:
         table = self._table
@@ -575,6 +582,10 @@ class ProgramOrder:
             return "first_allocation"
         return None
 
+    def _called_event(self, name: str | None) -> str | None:
+        """The event a function applied as a decorator causes (`@torch.compile` is `torch.compile(f)`)."""
+        return next((event for event in _SPECIFIC_FIRST if name in self._table.events[event].calls), None)
+
     def _env_written_before(self, variable: str, steps: list[Step]) -> bool:
         return any(
             write.name == variable for step in steps for write in env_writes(step.node, self.imports, self._constants)
@@ -590,6 +601,7 @@ _SPECIFIC_FIRST = (
     "torch_cuda_init",
     "cuda_driver_init",
     "process_group_init",
+    "compiler_config_import",
 )
 #: torch namespaces whose `device=` argument selects where to look, not where to allocate.
 _NOT_FACTORIES = (
@@ -713,13 +725,29 @@ def imports_torch(names: Iterable[str]) -> bool:
     return any(name.split(".", 1)[0] in modules for name in names)
 
 
+def module_event(names: Iterable[str]) -> str | None:
+    """The event importing these absolute modules causes: an event whose `modules` in the lock-in table
+    are submodules (`torch._inductor` for `compiler_config_import`) matches them and what is under them;
+    `import_torch` matches any module of the packages it lists."""
+    names = list(names)
+    for event in lockin_table().events.values():
+        submodules = [module for module in event.modules if "." in module]
+        if any(name == module or name.startswith(module + ".") for name in names for module in submodules):
+            return event.id
+    return "import_torch" if imports_torch(names) else None
+
+
 def _imported_modules(node: cst.Import | cst.ImportFrom) -> list[str]:
+    """The modules an import statement imports; for `from m import a` both `m` and `m.a` (`a` may be a submodule)."""
     if isinstance(node, cst.Import):
         return [name for alias in node.names if (name := dotted_name(alias.name))]
     if node.relative or node.module is None:
         return []
     module = dotted_name(node.module)
-    return [module] if module else []
+    if not module:
+        return []
+    names = () if isinstance(node.names, cst.ImportStar) else node.names
+    return [module, *(f"{module}.{alias.name.value}" for alias in names if isinstance(alias.name, cst.Name))]
 
 
 class _CallOrder(Walker):
