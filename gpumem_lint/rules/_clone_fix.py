@@ -29,6 +29,25 @@ def clone_at(ctx: FileContext, node: cst.CSTNode | None) -> Fix | None:
     return Fix((insert_after(node, ".clone()"),), Applicability.UNSAFE, f"Copy `{ctx.code(node)}` with `.clone()`")
 
 
+def clone_sent(ctx: FileContext, send: cst.CSTNode, write: Write) -> Fix | None:
+    """`q.put(t)` -> `q.put(t.clone())`: the argument of the send (or an item of a tuple, list or dict
+    passed to it, `args=(t,)`) spelled as the written tensor is named (`t`, `self.buf`), or as the
+    name its write starts from (`t` of `t[0].fill_(0)`)."""
+    if not isinstance(send, cst.Call):
+        return None
+    labels = {write.storage.label, _root(write.node)} - {"", None}
+    pending: list[cst.CSTNode] = [arg.value for arg in send.args]
+    while pending:
+        expression = pending.pop(0)
+        if isinstance(expression, (cst.Name, cst.Attribute)) and ctx.code(expression) in labels:
+            return clone_at(ctx, expression)
+        if isinstance(expression, (cst.Tuple, cst.List)):
+            pending.extend(element.value for element in expression.elements)
+        elif isinstance(expression, cst.Dict):
+            pending.extend(element.value for element in expression.elements if isinstance(element, cst.DictElement))
+    return None
+
+
 def clone_before(ctx: FileContext, node: cst.CSTNode) -> Fix | None:
     """`x = x.clone()` above the one-line statement that `node` (a write to the plain name `x`) begins."""
     name = written_name(node)
@@ -66,6 +85,26 @@ def written_name(node: cst.CSTNode) -> str | None:
     if isinstance(node, cst.Call) and node.args and any(is_inplace_true(arg) for arg in node.args):
         node = node.args[0].value
     return node.value if isinstance(node, cst.Name) else None
+
+
+def _root(node: cst.CSTNode) -> str | None:
+    """The name a write starts from: `t` of `t[0].fill_(0)`, `self.buf` of `self.buf.copy_(x)`."""
+    if isinstance(node, cst.AugAssign):
+        node = node.target
+    while isinstance(node, (cst.Call, cst.Subscript)):
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        else:
+            node = node.func.value if isinstance(node.func, cst.Attribute) else node.func
+    return _dotted(node)
+
+
+def _dotted(node: cst.CSTNode) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute) and (base := _dotted(node.value)) is not None:
+        return f"{base}.{node.attr.value}"
+    return None
 
 
 def _is_clone(node: cst.CSTNode) -> bool:

@@ -2,11 +2,13 @@ from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
+from gpumem_lint.fixes import Applicability
 from gpumem_lint.rules._boundaries import (
     crossing_text,
     process_model,
     start_method_text,
 )
+from gpumem_lint.rules._clone_fix import clone_sent
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.processes import PROCESS_CROSSING, Crossing
@@ -54,8 +56,10 @@ class WriteAfterSend(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix. `clone()` at the boundary costs one copy per message;
-    alternatively wait for the receiver (`p.join()`, an acknowledgement) before writing.
+    The fix sends a copy: `.clone()` on the tensor where it is sent (`q.put(buf.clone())`,
+    `args=(t.clone(),)`). It is unsafe: it costs one copy per message, and a receiver
+    meant to see later writes (a shared buffer) no longer does. Waiting for the receiver
+    (`p.join()`, an acknowledgement) before writing is the other remedy.
 
     ## References
     - [Multiprocessing best practices](https://docs.pytorch.org/docs/stable/notes/multiprocessing.html)
@@ -67,6 +71,7 @@ class WriteAfterSend(Rule):
     severity = Severity.ERROR
     summary = "In-place write to a tensor another process received and may still read"
     fix_title = "Send a copy (`q.put(t.clone())`), or wait for the receiver (`p.join()`, `.get()`) before writing"
+    fix_applicability = Applicability.UNSAFE
     triggers = ("multiprocessing", "ProcessPoolExecutor")
     file_trigger = PROCESS_CROSSING
     VALID = (
@@ -109,6 +114,54 @@ def main(worker):
 import torch
 import torch.multiprocessing as mp
 
+def consume(queue, ready, results):
+    ready.wait()
+    results.put(queue.get().tolist())
+
+def main():
+    queue, results, ready = mp.Queue(), mp.Queue(), mp.Event()
+    child = mp.Process(target=consume, args=(queue, ready, results))
+    child.start()
+    tensor = torch.zeros(3)
+    queue.put(tensor)
+    tensor.add_(1)
+    ready.set()
+    print(results.get())
+    child.join()
+
+if __name__ == "__main__":
+    main()
+""",
+            (15,),
+            fixed="""
+import torch
+import torch.multiprocessing as mp
+
+def consume(queue, ready, results):
+    ready.wait()
+    results.put(queue.get().tolist())
+
+def main():
+    queue, results, ready = mp.Queue(), mp.Queue(), mp.Event()
+    child = mp.Process(target=consume, args=(queue, ready, results))
+    child.start()
+    tensor = torch.zeros(3)
+    queue.put(tensor.clone())
+    tensor.add_(1)
+    ready.set()
+    print(results.get())
+    child.join()
+
+if __name__ == "__main__":
+    main()
+""",
+            prints="[0.0, 0.0, 0.0]",
+        ),
+        Invalid(
+            """
+import torch
+import torch.multiprocessing as mp
+
 def produce(reader, workers):
     queue = mp.Queue()
     buffer = torch.empty(64, 128)
@@ -117,6 +170,17 @@ def produce(reader, workers):
         queue.put(buffer)
 """,
             (9,),
+            fixed="""
+import torch
+import torch.multiprocessing as mp
+
+def produce(reader, workers):
+    queue = mp.Queue()
+    buffer = torch.empty(64, 128)
+    for chunk in reader:
+        buffer.copy_(chunk)
+        queue.put(buffer.clone())
+""",
         ),
         Invalid(
             """
@@ -131,6 +195,17 @@ def score(batches, fn):
         return [f.result() for f in futures]
 """,
             (9,),
+            fixed="""
+import torch
+from concurrent.futures import ProcessPoolExecutor
+
+def score(batches, fn):
+    with ProcessPoolExecutor() as pool:
+        futures = [pool.submit(fn, b.clone()) for b in batches]
+        for b in batches:
+            b.mul_(0.5)
+        return [f.result() for f in futures]
+""",
         ),
     )
 
@@ -147,7 +222,11 @@ def score(batches, fn):
                 if any(write.storage.related(storage) for storage in shared):
                     continue
                 reported.add(id(write.node))
-                yield Report(write.node, f"{write_text(ctx, write)} {self._consequence(ctx, model, crossing)}")
+                yield Report(
+                    write.node,
+                    f"{write_text(ctx, write)} {self._consequence(ctx, model, crossing)}",
+                    fix=clone_sent(ctx, crossing.node, write),
+                )
             yield from self._refilled_each_call(ctx, facts, reported)
 
     @staticmethod
@@ -170,6 +249,7 @@ def score(batches, fn):
                     write.node,
                     f"{write_text(ctx, write)} refills `{write.storage.label}`, which {crossing_text(ctx, crossing)} "
                     f"then sends to another process: the next `{facts.scope.name}` call overwrites the last message",
+                    fix=clone_sent(ctx, crossing.node, write),
                 )
 
     @staticmethod
