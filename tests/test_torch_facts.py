@@ -224,3 +224,44 @@ def test_f25_other_inplace_view_ops_raise_errors_of_their_own():
         first.detach_()
     with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
         first.resize_(2)
+
+
+def _non_differentiable():
+    from gpumem_lint.knowledge import knowledge
+
+    return knowledge()
+
+
+#: How each name is called on a 1-D tensor `x` (a comparison against 0, the others bare).
+_CALLS = {
+    "searchsorted": lambda x: torch.searchsorted(x.sort().values, torch.tensor([0.5])),
+    "bucketize": lambda x: torch.bucketize(x, torch.tensor([0.0])),
+    "isclose": lambda x: x.isclose(torch.zeros(4)),
+    "topk": lambda x: x.topk(2),
+    "kthvalue": lambda x: x.kthvalue(2),
+    "cummax": lambda x: x.cummax(0),
+    "cummin": lambda x: x.cummin(0),
+}
+
+
+def _call(name, x):
+    if name in _CALLS:
+        return _CALLS[name](x)
+    return getattr(x, name)(0.0) if name in {"eq", "ne", "lt", "le", "gt", "ge"} else getattr(x, name)()
+
+
+@pytest.mark.parametrize("name", sorted(_non_differentiable().non_differentiable))
+def test_f26_integer_and_boolean_results_never_require_grad(name):
+    assert not _call(name, torch.randn(4, requires_grad=True)).requires_grad
+
+
+@pytest.mark.parametrize(("name", "position"), sorted(_non_differentiable().index_outputs.items()))
+def test_f26_index_outputs_never_require_grad_and_the_values_do(name, position):
+    outputs = _call(name, torch.randn(4, requires_grad=True))
+    assert not outputs[position].requires_grad
+    assert outputs[1 - position].requires_grad
+
+
+def test_f26_comparison_operators_never_require_grad():
+    x = torch.randn(4, requires_grad=True)
+    assert not (x > 0).requires_grad and not (x == x).requires_grad

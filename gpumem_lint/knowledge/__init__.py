@@ -47,6 +47,8 @@ class Knowledge:
     copy_functions: frozenset[str]
     not_data_writes: frozenset[str]
     layout_write_methods: frozenset[str]  # `x.t_()`: new metadata, same values
+    non_differentiable: frozenset[str]  # `x.argmax()`, `x > 0`: results that never require grad
+    index_outputs: dict[str, int]  # `x.topk(k)`: the position of the output that holds indices
     no_grad_contexts: frozenset[str]
     functional_inplace_kwarg: frozenset[str]
     functional_inplace_underscore: frozenset[str]
@@ -145,6 +147,8 @@ def knowledge() -> Knowledge:
         copy_functions=_set(hand["copies"]["functions"]),
         not_data_writes=_set(hand["not_data_writes"]["methods"]),
         layout_write_methods=_set(ops["inplace_view_methods"]) - _set(hand["layout_writes"]["other_errors"]),
+        non_differentiable=_set(hand["non_differentiable"]["results"]),
+        index_outputs=dict(hand["non_differentiable"]["index_outputs"]),
         no_grad_contexts=_set(hand["no_grad_contexts"]["functions"]),
         functional_inplace_kwarg=_set(ops["functional_inplace_kwarg"]),
         functional_inplace_underscore=_set(ops["functional_inplace_underscore"]),

@@ -9,6 +9,7 @@ from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.saved import Saving
+from gpumem_lint.semantic.values import Grad
 from gpumem_lint.semantic.write_triggers import WRITES
 
 
@@ -34,8 +35,11 @@ class InplaceWriteOnSavedTensor(Rule):
     Only tensors known to require grad are followed: computed from a Parameter (as the
     class's `__init__` or `torch.nn`'s modules define them), a `requires_grad=True` tensor,
     a module's output, or a module's `forward` input. The rule reports in code that runs a
-    backward (calls `backward()`) and in a module's `forward`; a module run only for
-    inference without `torch.no_grad()` raises nothing.
+    backward (calls `backward()`) and in a module's `forward`, unless that `forward` returns
+    only tensors that never require grad (the indices of a `topk`, a comparison's mask: F26),
+    so no backward can reach the saving op; a forward that hands the graph on otherwise (an
+    attribute it sets) is then missed. A module run only for inference without
+    `torch.no_grad()` raises nothing.
 
     ## Example
     ```python
@@ -72,6 +76,21 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        """
+import torch
+import torch.nn as nn
+
+class BlockSelector(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x, local):
+        scores = self.proj(x).amax(dim=-1)
+        scores.scatter_(-1, local, float("inf"))
+        _, indices = scores.topk(2, dim=-1)
+        return indices
+""",
         """
 import torch
 
@@ -340,7 +359,8 @@ def _op_text(ctx: FileContext, saving: Saving) -> str:
 
 def _runs_backward(facts: ScopeFacts) -> bool:
     """Code whose graph is differentiated: it calls `backward()`, a caller that does hands it tensors that
-    require grad, or it is a module's `forward`."""
+    require grad, or it is a module's `forward` that returns something differentiable (not only the
+    indices of a `topk` or a mask: no backward reaches the ops behind those)."""
     scope = facts.scope
     if scope.trains or facts.called_by_training:
         return True
@@ -349,4 +369,5 @@ def _runs_backward(facts: ScopeFacts) -> bool:
         and scope.name == "forward"
         and scope.classes is not None
         and scope.classes.is_module_class(scope.class_name)
+        and facts.returns_grad is not Grad.NO
     )

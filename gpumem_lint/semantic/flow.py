@@ -20,7 +20,7 @@ import libcst as cst
 
 from gpumem_lint.knowledge import Knowledge, knowledge
 from gpumem_lint.semantic.calls import CallSemantics, Mutator
-from gpumem_lint.semantic.grad import GradSemantics
+from gpumem_lint.semantic.grad import GradSemantics, output_grad
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import gives_scalar, integer_count
 from gpumem_lint.semantic.literals import is_constant
@@ -80,6 +80,7 @@ class ScopeFacts:
     called_by_training: bool = False  # a caller that calls backward() passes it a tensor requiring grad
     returned: frozenset[Storage] = frozenset()  # the memory of what the function returns
     returns: Returns | None = None  # what every `return` gives back, for its callers (summaries.py)
+    returns_grad: Grad = Grad.UNKNOWN  # the most any returned tensor requires (NO: only indices, masks)
 
     @property
     def autograd_writes(self) -> list[Write]:
@@ -189,6 +190,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             overlaps=list(self.overlaps.values()),
             returned=frozenset(self._returned),
             returns=summarise(self._return_values, self.scope.all_params) if self.scope.is_function else None,
+            returns_grad=max(
+                (handle.grad for value in self._return_values for handle in value.handles), default=Grad.UNKNOWN
+            ),
             outgoing=self.outgoing,
             called_by_training=any(passed.training for passed in self.passed.values()),
         )
@@ -390,6 +394,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 )
             else:  # `values, indices = x.sort()`: separate new tensors
                 handle = self._fresh((made_by, position), dotted_name(element.value) or "", value)
+                handle.grad = output_grad(made_by, position, value, self.k.index_outputs)
                 self._bind(element.value, value.with_handles({handle}), made_by, state)
 
     def _bind_pairwise(self, elements, sources: list[list[cst.BaseExpression]], state: State) -> None:
@@ -567,6 +572,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 self._in_graph(operand)
             result = self._fresh(node, "", EMPTY, tensor=tensor)
             self._operation_grad(result, operands)
+            if kind is cst.Comparison:  # `x > 0`: a boolean tensor never requires grad (F26)
+                result.grad = Grad.NO
             value = Value(frozenset({result}), tensor=tensor)
             if kind is cst.BinaryOperation:
                 self._save_operation(node, node.operator, operands[0], operands[1], value, state)

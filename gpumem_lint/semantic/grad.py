@@ -171,6 +171,8 @@ class GradSemantics:
             for handle in fresh:
                 handle.grad, handle.leaf, handle.tensor = Grad.YES, True, True
             return
+        elif _called_name(node) in self.k.non_differentiable:  # `x.argmax()`, `x.long()` (F26)
+            grad = Grad.NO
         else:
             grad = max((h.grad for value in inputs for h in value.handles), default=Grad.UNKNOWN)
             if callee is not None and self._has_parameters(callee):
@@ -209,6 +211,20 @@ class GradSemantics:
         if name is not None and "." not in name and classes is not None and classes.is_module_class(name):
             return name
         return None
+
+
+def _called_name(node: cst.Call) -> str | None:
+    """`x.topk` and `torch.topk` -> "topk"."""
+    func = node.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+
+
+def output_grad(node: cst.CSTNode, position: int, value: Value, index_outputs: dict[str, int]) -> Grad:
+    """What output `position` of a call's tuple requires: its indices nothing (`x.topk(k)[1]`, F26),
+    the others what the call's result does."""
+    if isinstance(node, cst.Call) and index_outputs.get(_called_name(node) or "") == position:
+        return Grad.NO
+    return max((h.grad for h in value.handles), default=Grad.UNKNOWN)
 
 
 def _is_parameter(callee: Value | None) -> bool:
