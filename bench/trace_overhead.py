@@ -5,15 +5,19 @@
     python bench/trace_overhead.py --workload resnet50 --device cuda  # ResNet-50-shaped net, batch 64, SGD
     python bench/trace_overhead.py --workload torchvision --device cuda  # a real training step (below)
     python bench/trace_overhead.py split --workload torchvision --device cuda  # where the tracer's time goes
+    python bench/trace_overhead.py --workload torchvision --device cuda --compare /tmp/before  # an older tracer too
 
 `torchvision` is what users run: torchvision's ResNet-50, bf16 autocast, channels_last, GradScaler, and batches
 from a 2-worker DataLoader (uint8 images in pinned memory, made float on the GPU), SGD with momentum.
 
 Each configuration runs in its own process: plain `python`, under an empty dispatch mode (the floor any
-dispatch-mode tracer pays), and under `gpumem-lint trace --no-static`. The workload prints its median step time
-(wall clock, and process CPU time) over the timed steps; the report gives the ratio to plain and the tracer's
-cost per dispatched operator, for each clock. The
-rounds alternate the configurations, so drift on a shared machine spreads evenly; the median round is reported.
+dispatch-mode tracer pays), under `gpumem-lint trace --no-static` (every step traced), and under
+`gpumem-lint trace --no-static --trace-steps N` (the sampling mode: N steps traced, then full speed); with
+`--compare DIR`, also the tracer of the gpumem_lint package in DIR (a copy of an older commit). The workload
+prints its median step time (wall clock, and process CPU time) over the timed steps, and the wall time of the
+whole loop (warm-up included: what a run pays in total); the report gives the ratios to plain and the tracer's
+cost per dispatched operator, for each clock. The rounds alternate the configurations, so drift on a shared
+machine spreads evenly; the median round is reported.
 """
 
 from __future__ import annotations
@@ -143,25 +147,30 @@ def real_step(device: str):
     return step
 
 
-def workload(args) -> None:
-    """The timed program (run as a child): prints {"ms": median ms/step, "ops": operators per step}."""
-    import torch
+def training_step(args):
     from torch import nn
+
+    if args.workload == "torchvision":
+        return real_step(args.device)
+    model, inputs, targets, optimizer = build(args.workload, args.device)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def workload(args) -> None:
+    """The timed program (run as a child): prints {"ms": median ms/step, "ops": operators per step, "total_ms"}."""
+    import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)
     synchronize = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
-    if args.workload == "torchvision":
-        step = real_step(args.device)
-    else:
-        model, inputs, targets, optimizer = build(args.workload, args.device)
-
-        def step():
-            optimizer.zero_grad(set_to_none=True)
-            loss = nn.functional.cross_entropy(model(inputs), targets)
-            loss.backward()
-            optimizer.step()
-
+    step = training_step(args)
     counter = None
     if args.mode == "empty-mode":
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -177,6 +186,8 @@ def workload(args) -> None:
 
         counter = [0]
         Empty().__enter__()
+    synchronize()
+    loop_start = time.perf_counter()
     for _ in range(args.warmup):
         step()
     synchronize()
@@ -187,13 +198,17 @@ def workload(args) -> None:
         synchronize()
         times.append(time.perf_counter() - start)
         cpu_times.append(time.process_time() - cpu_start)
+    total = time.perf_counter() - loop_start
     ops = counter[0] / (args.warmup + args.steps) if counter else None
-    print(json.dumps({"ms": statistics.median(times) * 1e3, "cpu_ms": statistics.median(cpu_times) * 1e3, "ops": ops}))
+    result = {"ms": statistics.median(times) * 1e3, "cpu_ms": statistics.median(cpu_times) * 1e3, "ops": ops}
+    print(json.dumps({**result, "total_ms": total * 1e3}))
 
 
 def split(args) -> None:
     """Where the tracer's time goes: the step in one process, traced whole, then with parts switched off in turn
-    (reading new nodes' saved tensors, then every source-site walk, then saved-tensor tracking)."""
+    (sites found by walking the frames instead of following calls, reading new nodes' saved tensors, every site
+    lookup, saved-tensor tracking, the tracker itself: an empty hook). Each line: ms per step, and the µs per
+    operator that the part switched off had cost."""
     import torch
 
     from gpumem_lint.trace import patches, saved, tracker
@@ -201,9 +216,7 @@ def split(args) -> None:
     from gpumem_lint.trace.findings import FindingLog
     from gpumem_lint.trace.sites import SiteFinder
 
-    if args.workload != "torchvision":
-        raise SystemExit("split measures the torchvision workload")
-    step = real_step(args.device)
+    step = training_step(args)
     synchronize = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
 
     def timed() -> float:
@@ -214,22 +227,40 @@ def split(args) -> None:
         for _ in range(args.steps):
             step()
         synchronize()
-        return round((time.perf_counter() - start) / args.steps * 1e3, 2)
+        return (time.perf_counter() - start) / args.steps * 1e3
 
     sites, log = SiteFinder(), FindingLog()
+    following = sites.follow_calls()
     traced = tracker.Tracker(sites, log, FindingLog(), print)
     patches.install(traced, Environment(sites, log, print))
-    report = {"plain": timed()}
-    tracker.StorageMode(traced).__enter__()
-    report["full tracer"] = timed()
+    ms = {"plain": timed()}
+    mode = tracker.StorageMode(traced)
+    mode.__enter__()
+    traced.ops = 0
+    ms["full tracer" + (" (sites by following calls)" if following else " (sites by walking frames)")] = timed()
+    ops = traced.ops / (args.warmup + args.steps)
+    if following:
+        sites.stop_following()
+        ms["sites by walking the frames"] = timed()
     read_fresh, saved.SavedTensors.read_fresh = saved.SavedTensors.read_fresh, lambda self: self.fresh.clear()
-    report["new nodes not read"] = timed()
+    ms["and new nodes not read"] = timed()
     saved.SavedTensors.read_fresh = read_fresh
-    user_site, SiteFinder.user_site = SiteFinder.user_site, lambda self, frame=None: None
-    report["no source-site walk"] = timed()
+    user_site, SiteFinder.user_site = SiteFinder.user_site, lambda self: None
+    ms["and no site lookup"] = timed()
     SiteFinder.user_site = user_site
-    tracker._needs_grad = lambda args: False
-    report["no saved-tensor tracking"] = timed()
+    needs_grad, tracker._needs_grad = tracker._needs_grad, lambda args: False
+    ms["and no saved-tensor tracking"] = timed()
+    tracker._needs_grad = needs_grad
+    traced.active = False  # the hook returns at once: what is left is the dispatch mode itself
+    ms["empty hook (tracer inactive)"] = timed()
+    mode.__exit__(None, None, None)
+    ms["plain again"] = timed()
+    report, previous = {"ops_per_step": round(ops)}, None
+    for name, value in ms.items():
+        report[name] = {"ms": round(value, 2)}
+        if previous is not None and name not in ("plain again",):
+            report[name]["us_per_op_saved"] = round((previous - value) * 1e3 / ops, 2)
+        previous = value
     print(json.dumps(report, indent=2))
 
 
@@ -248,26 +279,23 @@ def measure(args) -> dict:
         "--threads",
         str(args.threads),
     ]
+    trace = [sys.executable, "-m", "gpumem_lint", "trace", "--no-static", "-o", "/dev/null"]
     commands = {
-        "plain": [sys.executable, *child, "--mode", "plain"],
-        "empty-mode": [sys.executable, *child, "--mode", "empty-mode"],
-        "trace": [
-            sys.executable,
-            "-m",
-            "gpumem_lint",
-            "trace",
-            "--no-static",
-            "-o",
-            "/dev/null",
-            *child,
-            "--mode",
-            "plain",
-        ],
+        "plain": ([sys.executable, *child, "--mode", "plain"], ROOT),
+        "empty-mode": ([sys.executable, *child, "--mode", "empty-mode"], ROOT),
+        "trace": ([*trace, *child, "--mode", "plain"], ROOT),
+        f"trace --trace-steps {args.trace_steps}": (
+            [*trace, "--trace-steps", str(args.trace_steps), *child, "--mode", "plain"],
+            ROOT,
+        ),
     }
+    if args.compare:
+        # `python -m` puts the current directory first on sys.path: the older package is the one imported.
+        commands[f"trace ({args.compare})"] = ([*trace, *child, "--mode", "plain"], Path(args.compare))
     results: dict[str, list[dict]] = {name: [] for name in commands}
     for _ in range(args.rounds):
-        for name, command in commands.items():
-            done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
+        for name, (command, cwd) in commands.items():
+            done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, check=False)
             lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
             if done.returncode not in (0, 1) or not lines:
                 raise SystemExit(f"{name} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
@@ -284,6 +312,12 @@ def measure(args) -> dict:
                 name: round((value - ms["plain"]) * 1e3 / ops, 2) for name, value in ms.items() if name != "plain"
             },
         }
+    steps = args.warmup + args.steps
+    total = {name: statistics.median(r["total_ms"] for r in runs) for name, runs in results.items()}
+    report[f"total of {steps} steps"] = {
+        "s": {name: round(value / 1e3, 2) for name, value in total.items()},
+        "ratio": {name: round(value / total["plain"], 3) for name, value in total.items()},
+    }
     return report
 
 
@@ -297,6 +331,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mode", choices=["plain", "empty-mode"], default="plain")
     parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's default)")
+    parser.add_argument("--trace-steps", type=int, default=5, help="the sampling configuration's --trace-steps")
+    parser.add_argument("--compare", metavar="DIR", help="also time the tracer of the gpumem_lint package in DIR")
     args = parser.parse_args()
     if args.action == "run":
         workload(args)

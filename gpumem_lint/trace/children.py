@@ -26,7 +26,7 @@ def trace_spawn_children(session) -> None:
         if "-c" not in command:
             return command  # a frozen executable: no program text to prefix
         index = command.index("-c") + 1
-        options = {"max_ops": session.max_ops, "max_seconds": session.max_seconds}
+        options = {"max_ops": session.max_ops, "max_seconds": session.max_seconds, "max_steps": session.max_steps}
         command[index] = (
             f"import sys; sys.path.insert(0, {_PACKAGE_ROOT!r}); "
             f"from gpumem_lint.trace.children import start_child; "

@@ -21,6 +21,7 @@ _VALUED = (
     "-o",
     "--max-ops",
     "--max-seconds",
+    "--trace-steps",
     "--select",
     "--extend-select",
     "--ignore",
@@ -69,6 +70,15 @@ def trace(
     max_seconds: Annotated[
         Optional[float], typer.Option(min=0, help="Stop tracing after this many seconds; the program goes on.")
     ] = None,
+    trace_steps: Annotated[
+        Optional[int],
+        typer.Option(
+            min=0,
+            metavar="N",
+            help="Trace the first N training steps (optimizer steps, else backward calls) and the next forward "
+            "pass in full, then run at full speed, keeping only the hooks that cost nothing per operator.",
+        ),
+    ] = None,
     select: Annotated[Optional[list[str]], typer.Option(metavar="CODES", help="Report only these codes.")] = None,
     extend_select: Annotated[Optional[list[str]], typer.Option(metavar="CODES", help="Report these too.")] = None,
     ignore: Annotated[Optional[list[str]], typer.Option(metavar="CODES", help="Do not report these codes.")] = None,
@@ -95,6 +105,7 @@ def trace(
         output_file=output_file,
         max_ops=max_ops,
         max_seconds=max_seconds,
+        max_steps=trace_steps,
         overrides=CliOverrides(
             select=_split(select) if select is not None else None,
             extend_select=_split(extend_select),

@@ -33,6 +33,7 @@ class TraceOptions:
     max_ops: int | None
     max_seconds: float | None
     overrides: CliOverrides
+    max_steps: int | None = None
     static: bool = True
     quiet: bool = False
     nproc_per_node: int | None = None
@@ -62,7 +63,9 @@ def run_trace(options: TraceOptions) -> None:
     from gpumem_lint.trace.session import Session
 
     records = Path(tempfile.mkdtemp(prefix="gpumem-lint-trace-"))
-    session = Session(records, max_ops=options.max_ops, max_seconds=options.max_seconds)
+    session = Session(
+        records, max_ops=options.max_ops, max_seconds=options.max_seconds, max_steps=options.max_steps
+    )
     ranks = rank_folder()
 
     def finish() -> bool:
@@ -110,6 +113,7 @@ def _run_ranks(options: TraceOptions) -> None:
     limits = [
         *(["--max-ops", str(options.max_ops)] if options.max_ops is not None else []),
         *(["--max-seconds", str(options.max_seconds)] if options.max_seconds is not None else []),
+        *(["--trace-steps", str(options.max_steps)] if options.max_steps is not None else []),
     ]
     program = ["-m", options.module] if options.module is not None else [options.script]
     with tempfile.TemporaryDirectory(prefix="gpumem-lint-ranks-") as folder:

@@ -27,6 +27,7 @@ def install(tracker: Tracker, environment) -> Callable[[], None]:
     _track_state_dict(tracker, undo)
     _track_load_state_dict(tracker, undo)
     _track_optimizer_steps(tracker, undo)
+    _track_backward(tracker, undo)
     _track_torch_save(tracker, undo)
     _track_process_crossings(tracker, undo)
     _track_cuda_events(environment, undo)
@@ -130,11 +131,31 @@ def _track_optimizer_steps(tracker: Tracker, undo: list) -> None:
         tracker.optimizer_depth = 1
 
     def post(optimizer, args, kwargs):
-        tracker.optimizer_depth = 0
-        tracker.steps += 1
+        _guarded(tracker, tracker.on_step)
 
     for handle in (register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)):
         undo.append(handle.remove)
+
+    original_init = torch.optim.Optimizer.__init__
+
+    @functools.wraps(original_init)
+    def init(self, *args, **kwargs):
+        tracker.optimizer_made = True  # from now on a sampled step is an optimizer step
+        return original_init(self, *args, **kwargs)
+
+    _replace(torch.optim.Optimizer, "__init__", init, undo)
+
+
+def _track_backward(tracker: Tracker, undo: list) -> None:
+    """`Tensor.backward` calls `torch.autograd.backward`: where `--trace-steps` counts (Tracker.on_backward)."""
+    original = torch.autograd.backward
+
+    @functools.wraps(original)
+    def backward(*args, **kwargs):
+        _guarded(tracker, tracker.on_backward)
+        return original(*args, **kwargs)
+
+    _replace(torch.autograd, "backward", backward, undo)
 
 
 def _track_torch_save(tracker: Tracker, undo: list) -> None:
@@ -250,7 +271,7 @@ def _track_empty_cache(tracker: Tracker, undo: list) -> None:
 
     @functools.wraps(original)
     def empty_cache():
-        if tracker.active:
+        if not tracker.failed:  # counted after a sample too: it costs nothing per operator
             _guarded(tracker, tracker.on_empty_cache)
         return original()
 

@@ -25,16 +25,25 @@ from gpumem_lint.trace.sites import SiteFinder, executed_first_party_files
 
 
 class Session:
-    def __init__(self, records: Path, *, max_ops: int | None = None, max_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        records: Path,
+        *,
+        max_ops: int | None = None,
+        max_seconds: float | None = None,
+        max_steps: int | None = None,
+    ) -> None:
         self.records = records
         self.max_ops = max_ops
         self.max_seconds = max_seconds
+        self.max_steps = max_steps
         self.sites = SiteFinder()
         self.log = FindingLog()
         #: View aliases read after a write: never reported alone, they confirm static findings.
         self.evidence = FindingLog()
         self.environment = Environment(self.sites, self.log, self.warn_once)
         self.tracker = None
+        self.mode = None
         self.pid = os.getpid()
         self.is_child = False
         self._warned = False
@@ -45,6 +54,7 @@ class Session:
     # -- installation --------------------------------------------------------------------------------------
 
     def install(self) -> None:
+        self.sites.follow_calls()  # Python 3.12+: a site is the top of a stack, not a walk over the frames
         self.environment.install([])  # never undone: this process is traced to its end
         os.register_at_fork(after_in_child=self._after_fork_in_child)
         os._exit = self._exit
@@ -64,14 +74,26 @@ class Session:
 
             tracker = Tracker(self.sites, self.log, self.evidence, self.warn_once)
             tracker.max_ops = self.max_ops
+            tracker.max_steps = self.max_steps
             if self.max_seconds is not None:
                 tracker.deadline = time.monotonic() + self.max_seconds
             tracker.in_child = self.is_child
+            tracker.on_stop = self._tracing_stopped
             patches.install(tracker, self.environment)  # for the rest of the run: never undone
-            StorageMode(tracker).__enter__()  # stays on this thread's mode stack for the rest of the run
+            self.mode = StorageMode(tracker)
+            self.mode.__enter__()  # stays on this thread's mode stack until tracing stops
             self.tracker = tracker
         except Exception as error:
             self.warn_once(f"storage tracing is off: it could not start ({error!r})")
+
+    def _tracing_stopped(self) -> None:
+        """Tracing stopped (a limit, an internal error): the program runs on without the dispatch mode, unless
+        another mode went on above ours (taking ours off would take that one's place); sites walk again."""
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+        if _get_current_dispatch_mode() is self.mode:
+            self.mode.__exit__(None, None, None)
+        self.sites.stop_following()
 
     def on_uncaught(self, error: BaseException) -> None:
         """The program ends with `error`: when a hazard explains it, that is a finding (crashes.py)."""
@@ -93,6 +115,7 @@ class Session:
     # -- the end of a process ------------------------------------------------------------------------------
 
     def stop(self) -> None:
+        self.sites.stop_following()
         if self.tracker is not None:
             self.tracker.active = False
             try:

@@ -20,6 +20,13 @@ Hazard families and when they are confirmed:
   purpose with `share_memory_()`); GML202: in a child, an in-place write to a storage its parent sent (not
   during an optimizer step: Hogwild training writes shared parameters by design).
 - GML406: `torch.cuda.empty_cache()` called in every optimizer step, at least 3 in a row (judged at the end).
+
+Sampling (`--trace-steps N`): the dispatch hook traces the first N training steps in full, and the forward pass of
+the next one (where a snapshot taken before an optimizer step is read). A step is an optimizer step once the program
+has made an optimizer, else a backward call (a hand-written update). Tracing ends when the next backward starts;
+`on_stop` then takes the dispatch mode off (outside any dispatch), and the program runs at full speed. What stays on
+is what costs nothing per operator: the environment, fork and launch hooks (GML2xx, GML3xx), optimizer steps and
+`empty_cache()` calls (GML406), and the exception the program dies of.
 """
 
 from __future__ import annotations
@@ -137,6 +144,13 @@ class Tracker:
         self.active = True
         self.ops = 0
         self.max_ops: int | None = None
+        self.max_steps: int | None = None
+        #: Called once tracing has stopped, at the first moment outside the dispatch hook (a backward's start,
+        #: an optimizer step's end): takes the dispatch mode off.
+        self.on_stop = None
+        self.failed = False
+        self.optimizer_made = False
+        self.backward_calls = 0
         self.deadline: float | None = None
         #: The option whose limit ended tracing early, for the report's statuses.
         self.stopped_by: str | None = None
@@ -200,6 +214,28 @@ class Tracker:
         self.active = False
         self.stopped_by = option
 
+    def on_backward(self) -> None:
+        """A backward starts: the end of the sample when N steps are done (the module docstring)."""
+        done = self.steps if self.optimizer_made else self.backward_calls
+        self.backward_calls += 1
+        if self.active and self.max_steps is not None and done >= self.max_steps:
+            self.stop("--trace-steps")
+        self.settle()
+
+    def on_step(self) -> None:
+        self.optimizer_depth = 0
+        self.steps += 1
+        self.settle()
+
+    def settle(self) -> None:
+        """Outside the dispatch hook: once tracing has stopped, release the dispatch mode and the records."""
+        if not self.active and self.on_stop is not None:
+            on_stop, self.on_stop = self.on_stop, None
+            on_stop()
+            self.aliases, self.by_id, self.pending = {}, {}, {}
+            self.data_writes, self.watched, self.numpy_wraps = StorageRecords(), {}, {}
+            self.saved = SavedTensors()
+
     def finish(self) -> None:
         """The run is over: judge what needs the whole run (once)."""
         empty_cache_steps, self.empty_cache_steps = self.empty_cache_steps, {}
@@ -223,6 +259,7 @@ class Tracker:
     def fail(self, error: BaseException) -> None:
         """The tracer broke: stop tracing, say so once, and never disturb the program."""
         self.active = False
+        self.failed = True
         self._warn_once(f"tracing stopped after an internal error ({error!r}); the program continues untraced")
 
     # -- views ---------------------------------------------------------------------------------------------
