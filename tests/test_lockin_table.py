@@ -28,7 +28,9 @@ else:  # pragma: no cover
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASURED = json.loads((ROOT / "bench" / "gpu" / "lockin_probe.json").read_text(encoding="utf-8"))
-CALLS = {record["name"]: record for record in MEASURED["calls"]}
+# torch.accelerator and torch.utils.cpp_extension, measured for issue 18 in the same way.
+ACCELERATOR = json.loads((ROOT / "bench" / "gpu" / "accelerator_probe.json").read_text(encoding="utf-8"))
+CALLS = {record["name"]: record for record in (*MEASURED["calls"], *ACCELERATOR["calls"])}
 RAW = tomllib.loads((ROOT / "gpumem_lint" / "knowledge" / "lockin.toml").read_text(encoding="utf-8"))
 TABLE = lockin_table()
 OBSERVABLE = ("cuda_driver_init", "torch_cuda_init", "context_creation")
@@ -108,3 +110,33 @@ def test_late_write_honoured_exactly_when_not_locked(record: dict):
 def test_probe_covers_every_late_write_phrase():
     assert len(LATE_WRITES) >= 20
     assert {_LATE.fullmatch(r["name"])["after"] for r in LATE_WRITES} <= _BEFORE.keys()
+
+
+# What the analyzer makes of each call the accelerator probe measured: the code it ran, as a program.
+_BUILDS = {
+    "torch.utils.cpp_extension.load_inline(with_cuda=False)": "load_inline(name='e', cpp_sources='', with_cuda=False)",
+    "torch.utils.cpp_extension.load_inline(with_cuda=True)": "load_inline(name='e', cpp_sources='', with_cuda=True)",
+}
+_ANALYSED = [
+    (record["name"], "from torch.utils.cpp_extension import load_inline\n" + _BUILDS[record["name"]])
+    if record["name"] in _BUILDS
+    else (record["name"], record["code"])
+    for record in ACCELERATOR["calls"]
+    if record["name"] in _BUILDS or not record["code"].startswith("(build")
+]
+
+
+@pytest.mark.parametrize(("name", "code"), _ANALYSED, ids=[name for name, _ in _ANALYSED])
+def test_the_analyzer_places_exactly_the_measured_events(name: str, code: str):
+    source = f"import os\nimport torch\n{code}\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\n"
+    ctx = FileContext("<probe>", source, cst.parse_module(source))
+    write = ctx.module.body[-1].body[0]
+    order = ctx.program_order
+    placed = {kind: bool(order.first_event_before(write, TABLE.events_implying(kind))) for kind in OBSERVABLE}
+    result = CALLS[name]["result"]
+    measured = {
+        "cuda_driver_init": result["driver"],
+        "torch_cuda_init": result["torch_init"],
+        "context_creation": result["context"],
+    }
+    assert placed == measured, f"{code}: measured {measured}, the analyzer places {placed}"

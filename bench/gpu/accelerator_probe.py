@@ -84,7 +84,9 @@ CALLS = {
 }
 #: Run after the first build of the same directory: the build is then reused.
 CACHED = {
-    "torch.utils.cpp_extension.load_inline(with_cuda=True), already built": "torch.utils.cpp_extension.load_inline(with_cuda=True)",
+    "torch.utils.cpp_extension.load_inline(with_cuda=True), already built": (
+        "torch.utils.cpp_extension.load_inline(with_cuda=True)"
+    ),
 }
 
 _WORKERS = """

@@ -63,7 +63,7 @@ class CompilerEnvSetAfterCompile(Rule):
     name = "compiler-env-set-after-compile"
     severity = Severity.WARNING
     summary = "torch.compile variable set after its configuration was read"
-    fix_title = "Set it before the first `torch.compile(...)` (or in the launcher), or pass the option to `torch.compile`"
+    fix_title = "Set it before the first `torch.compile(...)` or in the launcher, or pass the option to `torch.compile`"
     triggers = ENV_TRIGGERS
     file_trigger = ENV_WRITE
     VALID = (

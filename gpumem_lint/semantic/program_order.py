@@ -532,6 +532,8 @@ class ProgramOrder:
         elif isinstance(node, (cst.Import, cst.ImportFrom)):
             event = self._import_event(node, where, steps)
         events = self._table.events[event].closure if event in self._table.events else frozenset()
+        if isinstance(node, (cst.Import, cst.ImportFrom)) and imports_torch(_imported_modules(node)):
+            events |= self._table.events["import_torch"].closure  # `from torch.utils.cpp_extension import load`
         if event == LAUNCH:
             events = frozenset({LAUNCH})
         return Step(node, events, event, where.path, where.loops, where.frames)
@@ -555,7 +557,7 @@ class ProgramOrder:
                 spec = table.events[event]
                 if name in spec.cuda_argument_calls and not _names_cuda_device(_first_argument(call, "device_type")):
                     continue
-                if name in spec.calls_with_keyword and _keyword(call, spec.calls_with_keyword[name]) is not None:
+                if name in spec.calls_with_keyword and _given(_keyword(call, spec.calls_with_keyword[name])):
                     return event
                 if name in spec.calls or name in spec.cuda_argument_calls:
                     if spec.unless_env and self._env_written_before(spec.unless_env, steps):
@@ -657,6 +659,11 @@ def _first_argument(call: cst.Call, keyword: str | None) -> cst.BaseExpression |
         if arg.keyword is None and not arg.star:
             return arg.value
     return _keyword(call, keyword) if keyword else None
+
+
+def _given(value: cst.BaseExpression | None) -> bool:
+    """A keyword argument passed, with a value other than a literal `False` or `None` (`with_cuda=True`)."""
+    return value is not None and not (isinstance(value, cst.Name) and value.value in {"False", "None"})
 
 
 def _keyword(call: cst.Call, keyword: str | None) -> cst.BaseExpression | None:
