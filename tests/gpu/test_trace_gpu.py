@@ -1,0 +1,80 @@
+"""`gpumem-lint trace` on the hazards only a CUDA machine shows (issue 17): the finding at its line, the
+program's output, traceback and exit code unchanged. Skipped without a CUDA device."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if torch.cuda.device_count() == 0:  # NVML: does not initialise CUDA in this process
+    pytest.skip("needs a CUDA device", allow_module_level=True)
+
+from tests.trace_runs import run, trace_command  # noqa: E402
+
+FORK_AFTER_CUDA = """
+import multiprocessing
+
+import torch
+
+
+def work():
+    print(torch.zeros(1, device="cuda").sum().item())
+
+
+if __name__ == "__main__":
+    torch.zeros(1, device="cuda")  # the parent starts CUDA
+    child = multiprocessing.get_context("fork").Process(target=work)
+    child.start()
+    child.join()
+    print("child exit code", child.exitcode)
+"""
+
+ALLOCATOR_AFTER_INIT = """
+import torch
+from torch.cuda.memory import CUDAPluggableAllocator, change_current_allocator
+
+torch.zeros(1, device="cuda")  # the caching allocator is initialised here
+allocator = CUDAPluggableAllocator("libc.so.6", "malloc", "free")  # never called: the swap is refused
+change_current_allocator(allocator)
+"""
+
+
+def traced_and_plain(tmp_path, source: str):
+    script = tmp_path / "program.py"
+    script.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
+    report = tmp_path / "report.json"
+    plain = run([sys.executable, str(script)], tmp_path)
+    traced = run(trace_command("--output-format", "json", "-o", str(report), str(script)), tmp_path)
+    lines = script.read_text(encoding="utf-8").splitlines()
+    return plain, traced, json.loads(report.read_text(encoding="utf-8")), lines
+
+
+def row(lines: list[str], text: str) -> int:
+    return next(number for number, line in enumerate(lines, start=1) if text in line)
+
+
+def test_fork_after_cuda_is_gml204_with_the_childs_cuda_use(tmp_path):
+    plain, traced, report, lines = traced_and_plain(tmp_path, FORK_AFTER_CUDA)
+    assert "Cannot re-initialize CUDA in forked subprocess" in plain.stderr
+    assert (traced.stdout, traced.stderr) == (plain.stdout, plain.stderr)
+    assert "child exit code 1" in plain.stdout
+    assert traced.returncode == 1 and plain.returncode == 0  # 1: a hazard was observed
+    [finding] = [f for f in report if f["source"] == "trace"]
+    # Confirmed against the static finding (at the child's creation); the run adds where the child used CUDA.
+    assert (finding["code"], finding["status"]) == ("GML204", "confirmed")
+    assert finding["location"]["row"] == row(lines, 'get_context("fork")')
+    related = {r["message"]: r["location"]["row"] for r in finding["related"]}
+    assert related["CUDA used in the child"] == row(lines, 'print(torch.zeros(1, device="cuda")')
+
+
+def test_an_allocator_swapped_after_cuda_init_is_gml403_at_the_swap(tmp_path):
+    plain, traced, report, lines = traced_and_plain(tmp_path, ALLOCATOR_AFTER_INIT)
+    assert "Can't swap an already initialized allocator" in plain.stderr
+    assert (traced.stdout, traced.stderr, traced.returncode) == (plain.stdout, plain.stderr, plain.returncode)
+    [finding] = [f for f in report if f["source"] == "trace"]
+    assert (finding["code"], finding["location"]["row"]) == ("GML403", row(lines, "change_current_allocator(allocator)"))
+    assert finding["status"] == "confirmed"
