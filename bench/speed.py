@@ -1,6 +1,7 @@
 """How fast is a lint run, against the libcst parse floor and TorchFix?
 
-    python bench/speed.py [--corpus NAME ...] [--rounds 3] [--torchfix PATH] [--torchfix-corpus NAME ...]
+    python bench/speed.py [--corpus NAME ...] [--rounds 3] [--ruff PATH] [--torchfix PATH] [--fixit PATH]
+                          [--slow-corpus NAME ...]
 
 Each corpus (bench/corpora.py) is linted **as a checkout**, the way its users lint it: its
 `.py` files are copied into a scratch directory whose root holds a `pyproject.toml` (the
@@ -16,7 +17,12 @@ For each corpus it runs, interleaved, `--rounds` times each:
           (and chunks) as the linter's pool;
 - cold:   `gpumem-lint check --no-cache` on the same files (what a first run costs);
 - warm:   the same with a cache filled by the run just before it (an unchanged tree);
-- torchfix: `torchfix` from its own venv (it pins libcst < 1.6) on the same files, when given.
+- ruff:     `ruff check --select ALL --no-cache` on the same files, when given (all cores, as ruff runs);
+- torchfix: `torchfix --jobs N` from its own venv (it pins libcst < 1.6) on the same files, when given;
+- fixit:    `fixit lint` (Fixit 2, its default rules, all cores) from its own venv, when given.
+
+TorchFix and Fixit are slow (15-25 times the floor): they run on the `--slow-corpus` corpora only,
+in the first `--slow-rounds` rounds.
 
 Each run is a fresh process tree: wall time, CPU time (user + system of every process) and
 the peak resident memory of its largest process (a worker, for a pooled run) come from the
@@ -66,9 +72,11 @@ def main() -> int:
     parser.add_argument("--corpus", action="append", help="a corpus name from bench/corpora.py (repeatable)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="processes (default: all cores)")
+    parser.add_argument("--ruff", type=Path, help="the ruff executable")
     parser.add_argument("--torchfix", type=Path, help="the torchfix executable, in its own venv")
-    parser.add_argument("--torchfix-corpus", action="append", default=[], help="corpora to run TorchFix on")
-    parser.add_argument("--torchfix-rounds", type=int, default=1, help="TorchFix is slow: in the first N rounds only")
+    parser.add_argument("--fixit", type=Path, help="the fixit executable, in its own venv")
+    parser.add_argument("--slow-corpus", action="append", default=[], help="corpora to run TorchFix and Fixit on")
+    parser.add_argument("--slow-rounds", type=int, default=1, help="TorchFix and Fixit in the first N rounds only")
     parser.add_argument("--no-warm", action="store_true", help="skip the warm (cached) runs")
     parser.add_argument("--select", help="rule selectors for the linter runs (default: its own default)")
     parser.add_argument("--json", type=Path, help="also write every sample here")
@@ -82,7 +90,7 @@ def main() -> int:
     names = args.corpus or list(available)
     samples: list[Sample] = []
     compile_linter()
-    _print_header(args.jobs)
+    _print_header(args.jobs, {"ruff": args.ruff, "TorchFix": args.torchfix, "Fixit": args.fixit})
     with tempfile.TemporaryDirectory(prefix="gpumem-lint-bench-") as scratch:
         lists = {}
         for name in names:
@@ -103,8 +111,14 @@ def main() -> int:
                 }
                 if not args.no_warm:
                     modes["warm"] = _lint_command(listing, Path(scratch) / f"{name}.cache")
-                if args.torchfix and name in args.torchfix_corpus and round_ < args.torchfix_rounds:
-                    modes["torchfix"] = [str(args.torchfix), "--jobs", str(args.jobs), "@" + str(listing)]
+                if args.ruff:
+                    modes["ruff"] = [str(args.ruff), "check", "--select", "ALL", "--no-cache", "--exit-zero"]
+                    modes["ruff"] += ["--quiet", "@" + str(listing)]
+                if name in args.slow_corpus and round_ < args.slow_rounds:
+                    if args.torchfix:
+                        modes["torchfix"] = [str(args.torchfix), "--jobs", str(args.jobs), "@" + str(listing)]
+                    if args.fixit:
+                        modes["fixit"] = [str(args.fixit), "lint", "@" + str(listing)]
                 for mode, command in modes.items():
                     if mode == "warm":  # refill first: other work on the tool's own files invalidates the cache
                         _run(command, scratch)
@@ -115,6 +129,7 @@ def main() -> int:
                         f"peak {sample.peak_rss_mib:6.0f} MiB  exit {sample.exit_code}  load {sample.load:.2f}",
                         flush=True,
                     )
+    print(f"load average at the end: {' '.join(f'{load:.2f}' for load in os.getloadavg())}", flush=True)
     _summarize(samples, names)
     if args.json:
         args.json.write_text(json.dumps([asdict(sample) for sample in samples], indent=1))
@@ -183,7 +198,7 @@ def _summarize(samples: list[Sample], names: list[str]) -> None:
     print(f"{'corpus':>14} {'mode':>8} {'wall s':>8} {'cpu s':>8} {'peak MiB':>9} {'wall x':>7} {'cpu x':>7}")
     for name in names:
         floors = {s.round: s for s in samples if s.corpus == name and s.mode == "floor"}
-        for mode in ("floor", "cold", "warm", "torchfix"):
+        for mode in ("floor", "cold", "warm", "ruff", "torchfix", "fixit"):
             runs = [s for s in samples if s.corpus == name and s.mode == mode]
             if not runs:
                 continue
@@ -196,7 +211,7 @@ def _summarize(samples: list[Sample], names: list[str]) -> None:
             )
 
 
-def _print_header(jobs: int) -> None:
+def _print_header(jobs: int, peers: dict[str, Path | None]) -> None:
     import libcst
 
     versions = {
@@ -212,6 +227,11 @@ def _print_header(jobs: int) -> None:
         + f"; libcst native parser: {libcst.parse_module.__module__}",
         flush=True,
     )
+    for label, tool in peers.items():
+        if tool is not None:
+            found = subprocess.run([str(tool), "--version"], capture_output=True, text=True, check=False)
+            print(f"{label}: {tool} ({(found.stdout or found.stderr).strip().splitlines()[-1]})", flush=True)
+    print(f"load average at the start: {' '.join(f'{load:.2f}' for load in os.getloadavg())}", flush=True)
 
 
 def _version(distribution: str) -> str:
