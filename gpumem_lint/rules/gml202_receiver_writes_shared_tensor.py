@@ -3,7 +3,9 @@ from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
+from gpumem_lint.fixes import Applicability
 from gpumem_lint.rules._boundaries import crossing_text, cuda_evidence, process_model
+from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import Receiver
@@ -63,9 +65,11 @@ class ReceiverWritesSharedTensor(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix. Cloning costs one copy of the data per process; if the
-    parent is meant to see the result, call `share_memory_()` on it before starting the
-    processes and synchronise the writers (a `Lock`, or disjoint slices per rank).
+    The fix makes the child write its own tensor: out of place (`x = x - x.mean()`,
+    `batch = batch.mul(2)`), or on a copy made just before the write (`x = x.clone()` above
+    `x[i] = 0`). It is unsafe: it costs one copy of the data per process, and a parent meant
+    to see the result no longer does; for that, call `share_memory_()` on it before starting
+    the processes and synchronise the writers (a `Lock`, or disjoint slices per rank).
 
     ## References
     - [Multiprocessing best practices](https://docs.pytorch.org/docs/stable/notes/multiprocessing.html)
@@ -77,6 +81,7 @@ class ReceiverWritesSharedTensor(Rule):
     severity = Severity.ERROR
     summary = "A child process writes in place a tensor its parent handed over"
     fix_title = "Copy first in the child (`data = [t.clone() for t in data]`), or share on purpose with `share_memory_()` and a lock"
+    fix_applicability = Applicability.UNSAFE
     triggers = ("multiprocessing", "ProcessPoolExecutor")
     file_trigger = PROCESS_CROSSING
     VALID = (
@@ -122,6 +127,36 @@ if __name__ == "__main__":
         Invalid(
             """
 import torch
+import torch.multiprocessing as mp
+
+def scale(rank, batch):
+    batch.mul_(2)
+    print(batch.sum().item())
+
+if __name__ == "__main__":
+    batch = torch.ones(3)
+    mp.spawn(scale, args=(batch,), nprocs=1)
+    print(batch.tolist())
+""",
+            (6,),
+            fixed="""
+import torch
+import torch.multiprocessing as mp
+
+def scale(rank, batch):
+    batch = batch.mul(2)
+    print(batch.sum().item())
+
+if __name__ == "__main__":
+    batch = torch.ones(3)
+    mp.spawn(scale, args=(batch,), nprocs=1)
+    print(batch.tolist())
+""",
+            prints="6.0\n[1.0, 1.0, 1.0]",
+        ),
+        Invalid(
+            """
+import torch
 from torch.multiprocessing import spawn
 
 def train_process(rank, data):
@@ -129,10 +164,25 @@ def train_process(rank, data):
         t.sub_(t.mean())
 
 if __name__ == '__main__':
-    shared_data = [torch.randn(100) for _ in range(10)]
-    spawn(train_process, args=(shared_data,), nprocs=4)
+    shared_data = [torch.arange(100.0) for _ in range(10)]
+    spawn(train_process, args=(shared_data,), nprocs=2)
+    print(shared_data[0][:3].tolist())
 """,
             (7,),
+            fixed="""
+import torch
+from torch.multiprocessing import spawn
+
+def train_process(rank, data):
+    for t in data:
+        t = t.sub(t.mean())
+
+if __name__ == '__main__':
+    shared_data = [torch.arange(100.0) for _ in range(10)]
+    spawn(train_process, args=(shared_data,), nprocs=2)
+    print(shared_data[0][:3].tolist())
+""",
+            prints="[0.0, 1.0, 2.0]",
         ),
         Invalid(
             """
@@ -148,6 +198,18 @@ def norms(tensors):
         return pool.map(normalise, tensors)
 """,
             (6,),
+            fixed="""
+import torch
+from multiprocessing import Pool
+
+def normalise(x):
+    x = x - x.mean()
+    return x.norm()
+
+def norms(tensors):
+    with Pool(4) as pool:
+        return pool.map(normalise, tensors)
+""",
         ),
     )
 
@@ -198,6 +260,7 @@ def norms(tensors):
                     write.node,
                     f"{write_text(ctx, write)} writes in place `{name}`, which {crossing_text(ctx, crossing)} handed "
                     f"over: this changes the parent's shared tensor{others}",
+                    fix=unshared_write(ctx, write),
                 )
 
 
