@@ -10,16 +10,24 @@ from gpumem_lint.semantic.datasets import WORKER_LOADER, self_attribute
 from gpumem_lint.semantic.devices import CudaUses, cuda_call
 from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS
 from gpumem_lint.semantic.walk import Walker
+from gpumem_lint.semantic.worker_code import ModuleCallables, held_tensors, worker_code
 
 
 class CudaInDataloaderWorker(Rule):
     """
     ## What it does
-    Flags a Dataset's `__getitem__` / `__iter__` (or a method they call through `self.`)
-    that creates a CUDA tensor or moves data to CUDA — `.cuda()`, `.to("cuda")`,
-    `device="cuda"` — or reads a CUDA tensor the dataset made in `__init__`
-    (`self.X = X.cuda()`), when a `DataLoader` in the same module loads that Dataset with
-    `num_workers` other than 0.
+    Flags CUDA use in code that `DataLoader` workers run, when a `DataLoader` in the same
+    module has `num_workers` other than 0:
+    - a Dataset's `__getitem__` / `__iter__` (or a method they call through `self.`) that
+      creates a CUDA tensor or moves data to CUDA — `.cuda()`, `.to("cuda")`, `device="cuda"`,
+      `.pin_memory()` — or reads a CUDA tensor the dataset made in `__init__`
+      (`self.X = X.cuda()`);
+    - the loader's `collate_fn` or `worker_init_fn` (a function of the module, a lambda,
+      `functools.partial(f, ...)`, or an object of a module class with `__call__`);
+    - a transform the Dataset calls through an attribute (`self.transform(x)`), stored by
+      `__init__` directly or from a parameter its construction fills
+      (`Features(rows, transform=Compose([Crop(), ToGpu()]))`);
+    - a CUDA tensor held by the `TensorDataset` the loader loads (`TensorDataset(x.cuda(), y)`).
 
     ## Why is this bad?
     With workers, `__getitem__` runs in worker processes. Under fork — the default on Linux
@@ -30,6 +38,19 @@ class CudaInDataloaderWorker(Rule):
     per worker) and every batch crosses back as a CUDA IPC handle, which the worker must
     keep alive (F15). PyTorch's documentation advises against returning CUDA tensors from
     workers.
+
+    Measured on the GPU machine (`bench/gpu/accelerator_probe.json`, torch 2.11.0+cu130, H200),
+    with two forked workers after the main process allocated on the GPU: a `collate_fn` calling
+    `.cuda()` and a `worker_init_fn` allocating raise `Cannot re-initialize CUDA in forked
+    subprocess`; a `collate_fn` calling `.pin_memory()` and a `TensorDataset` of CUDA tensors
+    raise a CUDA error (`AcceleratorError`). The same `collate_fn` runs when the main process
+    had not touched CUDA, and under spawn; `DataLoader(..., pin_memory=True)` (pinned by the main
+    process) returns pinned batches.
+
+    ## Known problems
+    Callables are followed only within the module: a `collate_fn` imported from another module,
+    or passed in by a caller, is not read. A device held in an attribute (`.to(self.device)`)
+    counts only when the module assigns it a CUDA device by name.
 
     ## Example
     ```python
@@ -90,6 +111,38 @@ class GpuResident(Dataset):
 
 loader = DataLoader(GpuResident(), batch_size=64)
 """,
+        """
+import torch
+from torch.utils.data import DataLoader, TensorDataset, default_collate
+
+def collate(batch):
+    return default_collate(batch).to(torch.float16)  # a dtype, not a device
+
+x = torch.randn(100, 8)
+loader = DataLoader(TensorDataset(x), batch_size=8, num_workers=2, collate_fn=collate, pin_memory=True)
+""",
+        """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+def to_gpu(batch):
+    return [t.cuda() for t in batch]
+
+data = TensorDataset(torch.randn(100, 8).cuda())
+loader = DataLoader(data, batch_size=8, num_workers=0, collate_fn=to_gpu)
+""",
+        """
+import random
+import torch
+from torch.utils.data import DataLoader
+
+def seed_worker(worker_id):
+    random.seed(worker_id)
+    torch.cuda.manual_seed_all(worker_id)  # queued until CUDA initialises: raises nothing in a forked worker
+
+model = torch.nn.Linear(8, 8).cuda()
+loader = DataLoader(dataset, batch_size=8, num_workers=2, worker_init_fn=seed_worker)
+""",
     )
     INVALID = (
         Invalid(
@@ -105,18 +158,67 @@ loader = DataLoader(Features(), batch_size=64, num_workers=4)
 """,
             (7,),
         ),
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, default_collate
+
+def collate(batch):
+    return default_collate(batch).pin_memory()
+
+model = torch.nn.Linear(8, 8).cuda()
+loader = DataLoader(dataset, batch_size=8, num_workers=2, collate_fn=collate)
+""",
+            (6,),
+        ),
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class ToGpu:
+    def __call__(self, x):
+        return x.cuda()
+
+class Images(Dataset):
+    def __init__(self, paths, transform=None):
+        self.paths = paths
+        self.transform = transform
+
+    def __getitem__(self, i):
+        return self.transform(torch.load(self.paths[i]))
+
+loader = DataLoader(Images(paths, transform=ToGpu()), batch_size=8, num_workers=4)
+""",
+            (7,),
+        ),
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+def seed_worker(worker_id):
+    torch.cuda.set_device(0)
+
+features = torch.randn(100, 8).cuda()
+data = TensorDataset(features, torch.zeros(100))
+loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worker)
+""",
+            (6, 8),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         found = module_datasets(ctx)
-        if not found.loaders:
+        if not found.worker_loaders:
             return
+        yield from self._other_worker_code(ctx, found)
         names = module_cuda_names(ctx)
         for cls in found.classes.values():
             loaders = found.loaders_of(cls)
             if not loaders:
                 continue
-            calls = CudaUses(names, ctx.semantic.imports)
+            calls = _WorkerCudaUses(names, ctx.semantic.imports)
             held = _CudaAttributes(names, ctx.semantic.imports)
             for method in cls.methods.values():
                 held.walk(method.body)
@@ -131,13 +233,7 @@ loader = DataLoader(Features(), batch_size=64, num_workers=4)
             where = f"`DataLoader` at line {ctx.line(loader.node)}"
             if calls.found:
                 call = _first(ctx, calls.found)
-                consequence = _consequence(spawned)
-                site = None if spawned else ctx.program_order.first_event_before(loader.node, CUDA_INIT_EVENTS)
-                if site is not None:
-                    consequence = (
-                        f"after `{site.call}` ({site.where()}) a forked worker raises `Cannot re-initialize CUDA in "
-                        "forked subprocess` here"
-                    )
+                consequence = _call_consequence(ctx, call, loader.node, spawned)
                 yield Report(call, f"`{ctx.code(call)}` runs in DataLoader worker processes ({where}): {consequence}")
             elif reads.found:
                 read = _first(ctx, reads.found)
@@ -147,6 +243,66 @@ loader = DataLoader(Features(), batch_size=64, num_workers=4)
                     f"`{ctx.code(read)}` is a CUDA tensor (made at line {ctx.line(made)}) read in DataLoader worker "
                     f"processes ({where}): {_consequence(spawned, made_in_parent=True)}",
                 )
+
+
+    def _other_worker_code(self, ctx: FileContext, found) -> Iterator[Report]:
+        """collate_fn, worker_init_fn and transforms, and the CUDA tensors a TensorDataset holds."""
+        names, imports = module_cuda_names(ctx), ctx.semantic.imports
+        reported: set[int] = set()
+        for code in worker_code(found, ModuleCallables(ctx.module, imports, found.values)):
+            uses = _WorkerCudaUses(names, imports)
+            uses.walk(code.body)
+            if not uses.found or id(call := _first(ctx, uses.found)) in reported:
+                continue
+            reported.add(id(call))
+            spawned = code.loader.start_method in ("spawn", "forkserver")
+            where = f"{code.role} `DataLoader` at line {ctx.line(code.loader.node)}"
+            consequence = _call_consequence(ctx, call, code.loader.node, spawned)
+            yield Report(call, f"`{ctx.code(call)}` runs in DataLoader worker processes ({where}): {consequence}")
+        for loader in found.worker_loaders:
+            spawned = loader.start_method in ("spawn", "forkserver")
+            for tensor in held_tensors(loader, found, imports):
+                if isinstance(tensor, cst.Call) and cuda_call(tensor, names, imports) and id(tensor) not in reported:
+                    reported.add(id(tensor))
+                    yield Report(
+                        tensor,
+                        f"`{ctx.code(tensor)}` is a CUDA tensor held by the TensorDataset that workers index "
+                        f"(`DataLoader` at line {ctx.line(loader.node)}): {_held_consequence(spawned)}",
+                    )
+
+
+def _call_consequence(ctx: FileContext, call: cst.Call, loader: cst.Call, spawned: bool) -> str:
+    """What the CUDA call does in a worker: under fork, after the main process's first CUDA call, it raises."""
+    if spawned:
+        return _consequence(spawned)
+    pins = _pins(call)
+    site = ctx.program_order.first_event_before(loader, CUDA_INIT_EVENTS)
+    if site is None:
+        return _PIN_FAILS if pins else _consequence(spawned)
+    error = "a CUDA error" if pins else "`Cannot re-initialize CUDA in forked subprocess`"
+    return f"after `{site.call}` ({site.where()}) a forked worker raises {error} here"
+
+
+_PIN_FAILS = "once the main process used CUDA, pinning raises a CUDA error in a forked worker"
+
+
+def _held_consequence(spawned: bool) -> str:
+    if spawned:
+        return "each worker maps them into its own CUDA context, hundreds of MB of GPU memory each"
+    return "making them initialised CUDA, so a forked worker's first read raises a CUDA error"
+
+
+def _pins(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "pin_memory"
+
+
+class _WorkerCudaUses(CudaUses):
+    """CUDA uses, and `.pin_memory()`: pinning needs a CUDA context, which a forked worker cannot create."""
+
+    def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
+        if _pins(node):
+            self.found.append(node)
 
 
 def _consequence(spawned: bool, made_in_parent: bool = False) -> str:

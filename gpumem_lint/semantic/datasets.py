@@ -7,6 +7,11 @@ A Dataset class is one whose bases name `torch.utils.data.Dataset` / `IterableDa
 `num_workers > 0` they run in the workers, each of which holds its own copy of the
 dataset (F16). A DataLoader is matched to a class when its dataset argument is
 `Cls(...)` or a name (or `self.` attribute) assigned `Cls(...)` anywhere in the module.
+
+`Datasets.worker_loaders` are all the DataLoaders that start workers, whatever they load;
+`constructions` the calls that build each Dataset class; `values` what each name (or `self.`
+attribute) was last assigned in the module. `semantic/worker_code.py` reads them to find the
+rest of the code that runs in workers (collate_fn, worker_init_fn, transforms, TensorDataset).
 """
 
 from __future__ import annotations
@@ -53,15 +58,20 @@ class DatasetClass:
 
     def worker_methods(self) -> dict[str, cst.FunctionDef]:
         """The entry points and the `self.` methods they reach."""
-        found: dict[str, cst.FunctionDef] = {}
-        pending = [name for name in _WORKER_ENTRY if name in self.methods]
-        while pending:
-            name = pending.pop()
-            if name in found or name == "__init__":
-                continue
-            found[name] = self.methods[name]
-            pending.extend(callee for callee in _self_calls(found[name]) if callee in self.methods)
-        return found
+        return methods_reached(self.methods, _WORKER_ENTRY)
+
+
+def methods_reached(methods: dict[str, cst.FunctionDef], entries: tuple[str, ...]) -> dict[str, cst.FunctionDef]:
+    """The methods named `entries` and the `self.` methods they call, transitively (`__init__` excluded)."""
+    found: dict[str, cst.FunctionDef] = {}
+    pending = [name for name in entries if name in methods]
+    while pending:
+        name = pending.pop()
+        if name in found or name == "__init__":
+            continue
+        found[name] = methods[name]
+        pending.extend(callee for callee in _self_calls(found[name]) if callee in methods)
+    return found
 
 
 @dataclass(frozen=True)
@@ -75,11 +85,23 @@ class Loader:
     name: str | None = None  # the name the loader is assigned to
 
 
+@dataclass(frozen=True)
+class WorkerLoader:
+    """A DataLoader that starts workers, whatever it loads."""
+
+    node: cst.Call
+    dataset: cst.BaseExpression | None
+    start_method: str | None
+
+
 @dataclass
 class Datasets:
     classes: dict[str, DatasetClass]
     loaders: list[Loader]  # DataLoaders that start workers over a class of this module
     instances: dict[str, str]  # name or `self.` attribute -> Dataset class it was assigned
+    worker_loaders: list[WorkerLoader] = field(default_factory=list)
+    constructions: dict[str, list[cst.Call]] = field(default_factory=dict)  # class name -> `Cls(...)` calls
+    values: dict[str, cst.BaseExpression] = field(default_factory=dict)  # name -> the value last assigned
 
     def loaders_of(self, cls: DatasetClass) -> list[Loader]:
         return [loader for loader in self.loaders if loader.dataset == cls.name]
@@ -106,10 +128,13 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
                 changed = True
     instances = {name: cls for name, cls in collector.assigned.items() if cls in classes}
     loaders = []
+    worker_loaders = []
     for call in collector.loader_calls:
         dataset = keyword(call, "dataset") or (
             call.args[0].value if call.args and call.args[0].keyword is None else None
         )
+        if _starts_workers(call):
+            worker_loaders.append(WorkerLoader(call, dataset, _context_method(call)))
         cls = _dataset_class(dataset, classes, instances)
         if cls is not None and _starts_workers(call):
             persistent = keyword(call, "persistent_workers")
@@ -129,7 +154,8 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
                     name,
                 )
             )
-    return Datasets(classes, loaders, instances)
+    constructions = {name: [c for c in collector.calls if dotted_name(c.func) == name] for name in classes}
+    return Datasets(classes, loaders, instances, worker_loaders, constructions, collector.values)
 
 
 class _Collector(Walker):
@@ -139,15 +165,22 @@ class _Collector(Walker):
         self.loader_calls: list[cst.Call] = []
         self.assigned: dict[str, str] = {}
         self.loader_names: dict[int, str] = {}  # id(DataLoader call) -> the name it is assigned to
+        self.calls: list[cst.Call] = []
+        self.values: dict[str, cst.BaseExpression] = {}
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.class_nodes.append(node)
 
     def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
         if self.imports.qualify(node.func) in _DATALOADERS:
             self.loader_calls.append(node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            name = dotted_name(target.target)
+            if name is not None:
+                self.values[name] = node.value
         if isinstance(node.value, cst.Call):
             cls = dotted_name(node.value.func)
             for target in node.targets:

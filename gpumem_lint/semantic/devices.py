@@ -109,8 +109,22 @@ def cuda_call(node: cst.Call, names: set[str], imports: ImportTable) -> bool:
     return qualified.startswith("torch.cuda.") and qualified.endswith("Tensor")
 
 
-#: torch.cuda calls that work in a forked child: they ask NVML or Python state, not the driver.
-_FORK_SAFE = frozenset({"torch.cuda.device_count", "torch.cuda.is_initialized", "torch.cuda.is_available"})
+#: torch.cuda calls that work in a forked child: they ask NVML or Python state, not the driver. The seeding
+#: functions are queued until torch.cuda initialises (torch/cuda/__init__.py::_lazy_call), and in a forked
+#: child `is_initialized()` is False, so a `worker_init_fn` that seeds CUDA raises nothing; `empty_cache()`
+#: does nothing before initialisation.
+_FORK_SAFE = frozenset(
+    {
+        "torch.cuda.device_count",
+        "torch.cuda.is_initialized",
+        "torch.cuda.is_available",
+        "torch.cuda.manual_seed",
+        "torch.cuda.manual_seed_all",
+        "torch.cuda.seed",
+        "torch.cuda.seed_all",
+        "torch.cuda.empty_cache",
+    }
+)
 
 
 class CudaUses(Walker):

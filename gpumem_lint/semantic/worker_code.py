@@ -1,0 +1,206 @@
+"""Code a DataLoader runs in its worker processes besides the Dataset's own methods, and the
+tensors its workers index that the main process made.
+
+- its `collate_fn` and `worker_init_fn`;
+- a transform the Dataset's worker methods call through an attribute, `self.transform(x)`, where
+  `__init__` stored a callable there: directly (`self.transform = ToGpu()`) or from a parameter
+  that a construction of the class fills (`Features(rows, transform=ToGpu())`);
+- the tensors a `TensorDataset(x.cuda(), y)` holds (`held_tensors`).
+
+A callable is resolved within the module: a module-level function by name (also through
+`functools.partial(f, ...)`), a lambda, or an instance of a module class that defines `__call__`
+(its `__call__` and the `self.` methods it calls), also inside a composition passed as the
+value (`Compose([Resize(), ToGpu()])`: each class instantiated in it, each function named).
+Anything else (an imported function, a parameter of the caller) is unknown and yields nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from gpumem_lint.semantic.datasets import Datasets, DatasetClass, WorkerLoader, methods_reached, self_attribute
+from gpumem_lint.semantic.imports import ImportTable, dotted_name
+from gpumem_lint.semantic.literals import keyword
+from gpumem_lint.semantic.walk import Walker
+
+_TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+_PARTIAL = frozenset({"functools.partial"})
+
+
+@dataclass(frozen=True)
+class WorkerCode:
+    """A body that runs in the workers of `loader`, and how it gets there, a phrase that names the loader
+    next (`"the `collate_fn` of"`)."""
+
+    body: cst.CSTNode
+    role: str
+    loader: WorkerLoader
+
+
+class ModuleCallables:
+    """The module's top-level functions and its classes that define `__call__`."""
+
+    def __init__(self, module: cst.Module, imports: ImportTable, values: dict[str, cst.BaseExpression]) -> None:
+        self.imports = imports
+        self.values = values
+        self.functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+        self.classes: dict[str, dict[str, cst.FunctionDef]] = {}
+        for statement in module.body:
+            if isinstance(statement, cst.ClassDef):
+                methods = {s.name.value: s for s in statement.body.body if isinstance(s, cst.FunctionDef)}
+                if "__call__" in methods:
+                    self.classes[statement.name.value] = methods
+
+    def bodies(self, value: cst.BaseExpression | None, depth: int = 0) -> list[cst.CSTNode]:
+        """The bodies that calling `value` runs (empty when unknown)."""
+        if value is None or depth > 3:
+            return []
+        if isinstance(value, cst.Lambda):
+            return [value.body]
+        if isinstance(value, cst.Name):
+            if value.value in self.functions:
+                return [self.functions[value.value].body]
+            assigned = self.values.get(value.value)
+            return self.bodies(assigned, depth + 1) if isinstance(assigned, (cst.Call, cst.Lambda)) else []
+        if isinstance(value, cst.Call):
+            name = dotted_name(value.func)
+            if name in self.classes:
+                return [method.body for method in methods_reached(self.classes[name], ("__call__",)).values()]
+            if self.imports.qualify(value.func) in _PARTIAL and value.args:
+                return self.bodies(value.args[0].value, depth + 1)
+        return []
+
+    def bodies_within(self, value: cst.BaseExpression) -> list[cst.CSTNode]:
+        """The bodies of the callables named or instantiated anywhere in `value` (a composition)."""
+        collector = _Callables()
+        collector.walk(value)
+        return [body for node in collector.found for body in self.bodies(node)]
+
+
+def worker_code(datasets: Datasets, callables: ModuleCallables) -> list[WorkerCode]:
+    """What each worker loader runs besides the Dataset's methods: collate_fn, worker_init_fn, transforms."""
+    found: list[WorkerCode] = []
+    for loader in datasets.worker_loaders:
+        for argument in ("collate_fn", "worker_init_fn"):
+            for body in callables.bodies(keyword(loader.node, argument)):
+                found.append(WorkerCode(body, f"the `{argument}` of", loader))
+    for cls in datasets.classes.values():
+        nodes = {id(loader.node) for loader in datasets.loaders_of(cls)}
+        loaders = [loader for loader in datasets.worker_loaders if id(loader.node) in nodes]
+        if not loaders:
+            continue
+        for attribute, values in _transforms(cls, datasets).items():
+            for value in values:
+                for body in callables.bodies_within(value):
+                    found.extend(
+                        WorkerCode(body, f"the transform `self.{attribute}` of `{cls.name}`, loaded by", loader)
+                        for loader in loaders
+                    )
+    return found
+
+
+def held_tensors(loader: WorkerLoader, datasets: Datasets, imports: ImportTable) -> list[cst.BaseExpression]:
+    """The tensors a `TensorDataset(...)` that `loader` loads was built from (the expressions passed,
+    or the values last assigned to the names passed)."""
+    dataset = loader.dataset
+    if isinstance(dataset, (cst.Name, cst.Attribute)):
+        dataset = datasets.values.get(dotted_name(dataset) or "")
+    if not (isinstance(dataset, cst.Call) and imports.qualify(dataset.func) in _TENSOR_DATASETS):
+        return []
+    held = []
+    for arg in dataset.args:
+        value = arg.value
+        if isinstance(value, cst.Name) and value.value in datasets.values:
+            held.append(datasets.values[value.value])
+        else:
+            held.append(value)
+    return held
+
+
+def _transforms(cls: DatasetClass, datasets: Datasets) -> dict[str, list[cst.BaseExpression]]:
+    """`self.<attribute>(...)` calls of the worker methods (attributes that are not methods), each with
+    the values `__init__` may have stored there."""
+    init = cls.methods.get("__init__")
+    if init is None:
+        return {}
+    called = _AttributeCalls()
+    for method in cls.worker_methods().values():
+        called.walk(method.body)
+    attributes = called.names - cls.methods.keys()
+    if not attributes:
+        return {}
+    parameters = [param.name.value for param in init.params.params]
+    stores = _Stores(attributes)
+    stores.walk(init.body)
+    found: dict[str, list[cst.BaseExpression]] = {}
+    for attribute, value in stores.values:
+        if isinstance(value, cst.Name) and value.value in parameters:
+            position = parameters.index(value.value) - 1  # after `self`
+            for construction in datasets.constructions.get(cls.name, ()):
+                passed = _argument(construction, value.value, position)
+                if passed is not None:
+                    found.setdefault(attribute, []).append(passed)
+        else:
+            found.setdefault(attribute, []).append(value)
+    return found
+
+
+def _argument(call: cst.Call, name: str, position: int) -> cst.BaseExpression | None:
+    passed = keyword(call, name)
+    if passed is not None:
+        return passed
+    positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    return positional[position] if 0 <= position < len(positional) else None
+
+
+class _AttributeCalls(Walker):
+    """`self.<name>(...)`."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            self.names.add(func.attr.value)
+
+
+class _Stores(Walker):
+    """`self.<attribute> = value` for the attributes asked about (`value or default`: both sides)."""
+
+    def __init__(self, attributes: set[str]) -> None:
+        self.attributes = attributes
+        self.values: list[tuple[str, cst.BaseExpression]] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            attribute = self_attribute(target.target)
+            if attribute in self.attributes and dotted_name(target.target) == f"self.{attribute}":
+                value = node.value
+                sides = [value.left, value.right] if isinstance(value, cst.BooleanOperation) else [value]
+                self.values.extend((attribute, side) for side in sides)
+
+
+class _Callables(Walker):
+    """Names and calls inside an expression that may stand for callables (not a call's own function name)."""
+
+    def __init__(self) -> None:
+        self.found: list[cst.BaseExpression] = []
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        self.found.append(node)
+        for arg in node.args:
+            self.walk(arg.value)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.append(node)
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        self.found.append(node)
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        return False
