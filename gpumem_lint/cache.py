@@ -11,6 +11,10 @@ the codes selected for it, and the content hash of every file its findings depen
 the results file covers the tool version, a fingerprint of the tool's own files (their
 sizes and mtimes, so an edited checkout never serves results of its former self), the
 project root and the working directory.
+
+The same file keeps the summaries of the first-party modules the linted files import
+(`semantic/module_graph.py`), so that a run which lints an edited file does not summarise
+its unchanged imports again; each names the content hash of every file it read.
 """
 
 from __future__ import annotations
@@ -42,7 +46,10 @@ class Cache:
     def __init__(self, directory: Path, project_root: Path) -> None:
         self.directory = directory
         self.file = directory / __version__ / f"{_results_key(project_root)}.json"
-        self._entries: dict[str, dict[str, Any]] = _load(self.file)
+        stored = _load(self.file)
+        self._entries: dict[str, dict[str, Any]] = stored.get("files", {})
+        #: Summaries of imported modules, by module_graph's key (the module's path first).
+        self.summaries: dict[str, dict[str, Any]] = stored.get("summaries", {})
         self._changed = False
         self._dependency_hashes: dict[str, str | None] = {}
 
@@ -76,12 +83,18 @@ class Cache:
         }
         self._changed = True
 
+    def store_summaries(self, entries: dict[str, dict[str, Any]]) -> None:
+        if entries:
+            self.summaries.update(entries)
+            self._changed = True
+
     def save(self) -> None:
         """Write the results file atomically; a cache that cannot be written is silently skipped."""
         if not self._changed:
             return
         # Files deleted since they were linted would otherwise stay in the cache for ever.
         self._entries = {path: entry for path, entry in self._entries.items() if os.path.exists(path)}
+        self.summaries = {key: entry for key, entry in self.summaries.items() if os.path.exists(key.split("\0", 1)[0])}
         try:
             _prepare(self.directory)
             self.file.parent.mkdir(parents=True, exist_ok=True)
@@ -89,7 +102,7 @@ class Cache:
 
             descriptor, temporary = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
             with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-                json.dump(self._entries, stream, separators=(",", ":"))
+                json.dump({"files": self._entries, "summaries": self.summaries}, stream, separators=(",", ":"))
             os.replace(temporary, self.file)
         except OSError:
             return
@@ -133,11 +146,14 @@ def _results_key(project_root: Path) -> str:
 
 
 def _load(file: Path) -> dict[str, dict[str, Any]]:
+    """The results file's two tables, `files` and `summaries` (empty when missing or damaged)."""
     try:
-        entries = json.loads(file.read_text(encoding="utf-8"))
+        stored = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return entries if isinstance(entries, dict) else {}
+    if not isinstance(stored, dict):
+        return {}
+    return {name: table for name in ("files", "summaries") if isinstance(table := stored.get(name), dict)}
 
 
 def _diagnostic_to(diagnostic: Diagnostic) -> list:

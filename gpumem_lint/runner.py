@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,6 +56,8 @@ class FileResult:
     digest: str | None = None
     #: Why the fixed text could not be written (the file is left as it was).
     write_error: str | None = None
+    #: Summaries of imported modules computed while linting it (module_graph.take_computed).
+    summaries: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -103,20 +105,7 @@ def lint_jobs(
     work = [(job, data, digest, fix) for _, job, data, digest in pending]
     if work:
         _load_linter()  # before the heap is frozen; once, rather than in every worker the pool forks
-    with collector.linting():
-        if workers <= 1:
-            _collect(pending, map(_run_job, work), results, cache, on_file_done)
-        else:
-            import tempfile
-            from concurrent.futures import ProcessPoolExecutor  # 14 ms to import: only for a pool
-
-            from gpumem_lint.semantic.module_graph import share_summaries
-
-            with (
-                tempfile.TemporaryDirectory(prefix="gpumem-lint-") as shared,
-                ProcessPoolExecutor(max_workers=workers, initializer=share_summaries, initargs=(Path(shared),)) as pool,
-            ):
-                _collect(pending, pool.map(_run_job, work, chunksize=_CHUNK_SIZE), results, cache, on_file_done)
+        _lint(pending, work, workers, results, cache, on_file_done)
     if cache:
         cache.save()
     run = RunResult()
@@ -131,6 +120,32 @@ def lint_jobs(
     run.diagnostics.sort(key=lambda diagnostic: diagnostic.sort_key)
     run.fixed.sort(key=lambda diagnostic: diagnostic.sort_key)
     return run
+
+
+def _lint(pending, work, workers: int, results, cache: Cache | None, on_file_done) -> None:
+    """Lint in this process or over a pool; the summaries of imported modules the cache kept are
+    used where they still hold, and those computed now are kept for the next run."""
+    from gpumem_lint.semantic.module_graph import share_summaries
+
+    known = cache.summaries if cache else None
+    with collector.linting():
+        if workers <= 1:
+            share_summaries(None, known, keep=cache is not None)
+            try:
+                _collect(pending, map(_run_job, work), results, cache, on_file_done)
+            finally:
+                share_summaries(None)
+            return
+        import tempfile
+        from concurrent.futures import ProcessPoolExecutor  # 14 ms to import: only for a pool
+
+        with (
+            tempfile.TemporaryDirectory(prefix="gpumem-lint-") as shared,
+            ProcessPoolExecutor(
+                max_workers=workers, initializer=share_summaries, initargs=(Path(shared), known, cache is not None)
+            ) as pool,
+        ):
+            _collect(pending, pool.map(_run_job, work, chunksize=_CHUNK_SIZE), results, cache, on_file_done)
 
 
 def _answer_untriggered(pending, results, cache, on_file_done) -> list:
@@ -155,11 +170,20 @@ def _collect(pending, outcomes, results, cache, on_file_done) -> None:
         results[index] = outcome
         if cache and outcome.digest is not None:
             cache.store(job.path, outcome.digest, job.codes, outcome.diagnostics, outcome.dependencies)
+        if cache:
+            cache.store_summaries(outcome.summaries)
         if on_file_done:
             on_file_done()
 
 
 def _run_job(work: tuple[Job, bytes | None, str | None, FixMode | None]) -> FileResult:
+    """Lint one file, with the summaries of imported modules computed for it (for the cache)."""
+    from gpumem_lint.semantic.module_graph import take_computed
+
+    return replace(_lint_one(work), summaries=take_computed())
+
+
+def _lint_one(work: tuple[Job, bytes | None, str | None, FixMode | None]) -> FileResult:
     job = work[0]
     try:
         return _lint_or_fix(*work)

@@ -184,3 +184,46 @@ def test_a_run_answered_from_the_cache_loads_neither_the_rules_nor_libcst(tmp_pa
     assert first.startswith("1 [") and "'libcst'" in first  # linted: a.py has a finding
     assert second == "1 []"  # the same finding, from the cache alone
     assert "GML106" in runs[1].stdout
+
+
+_COUNTING_SUMMARIES = (
+    "import sys\n"
+    "from gpumem_lint.cli import main\n"
+    "from gpumem_lint.semantic import module_graph\n"
+    "summarised = []\n"
+    "real = module_graph._summarise\n"
+    "def counting(path, *args):\n"
+    "    summarised.append(path.name)\n"
+    "    return real(path, *args)\n"
+    "module_graph._summarise = counting\n"
+    "try:\n"
+    "    main(['check', '--output-format', 'concise', 'main.py'])\n"
+    "except SystemExit as done:\n"
+    "    code = done.code\n"
+    "print(code, sorted(summarised))\n"
+)
+
+
+@pytest.mark.skipif("GML301" not in RULES_BY_CODE, reason="needs a rule that follows first-party imports (GML3xx)")
+def test_an_edited_file_reuses_the_summaries_of_its_unchanged_imports(tmp_path):
+    (tmp_path / "helpers.py").write_text("import torch\n\nimport deeper\n")
+    (tmp_path / "deeper.py").write_text("import torch\n\ntorch.cuda.init()\n")
+    main_py = 'import os\n\nimport helpers\n\nos.environ["CUDA_VISIBLE_DEVICES"] = "1"\n'
+    (tmp_path / "main.py").write_text(main_py)
+
+    def run_probe() -> tuple[str, str]:
+        result = subprocess.run(
+            [sys.executable, "-c", _COUNTING_SUMMARIES], capture_output=True, text=True, cwd=tmp_path, check=False
+        )
+        *report, last = result.stdout.strip().splitlines()
+        return last, "\n".join(report)
+
+    first, report = run_probe()
+    assert first == "1 ['deeper.py', 'helpers.py']" and "GML301" in report
+    (tmp_path / "main.py").write_text("# edited\n" + main_py)
+    second, report = run_probe()
+    assert second == "1 []" and "GML301" in report  # linted again, its imports' summaries from the cache
+    (tmp_path / "deeper.py").write_text("import os\n")  # helpers' summary read deeper.py: both are stale
+    (tmp_path / "main.py").write_text(main_py)
+    third, report = run_probe()
+    assert (third, report) == ("0 ['deeper.py', 'helpers.py']", "All checks passed!")

@@ -5,17 +5,19 @@ to the importing file's directory (Python puts a script's directory on `sys.path
 (relative imports), and the project root (the nearest directory above with pyproject.toml,
 setup.py or .git, and its `src/`). Only files inside the project root are followed, at most
 `MAX_IMPORT_DEPTH` imports deep. Each module's summary — the events it causes at import time, in
-order, with its own file and line — is cached per process and per file version, and shared
-with the other processes of a run (`share_summaries`). A summary reads only what the import can
-run (`import_time_source.py`).
+order, with its own file and line — is cached per process and per file version, shared with
+the other processes of a run (`share_summaries`), and kept by the result cache for the next run
+(`take_computed`): an entry names the content hash of every file it read, and is used only
+while they all still hash the same. A summary reads only what the import can run
+(`import_time_source.py`).
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import os
-import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -24,6 +26,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from gpumem_lint.cache import content_hash
 from gpumem_lint.cst_parse import parse_module
 from gpumem_lint.fast_path import ast_statements, cpython_tree
 from gpumem_lint.knowledge.lockin import lockin_table
@@ -252,31 +255,101 @@ def _function_summary(path: Path, mtime: int, depth: int, function: str) -> _Sum
 #: A directory where the worker processes of one run share the summaries they compute: the
 #: modules a project's files import are mostly the same, and each would summarise them again.
 _shared: Path | None = None
+#: Summaries earlier runs computed (the result cache's), by `_key`, as `_entry` writes them.
+_known: dict[str, dict] = {}
+#: Summaries this process computed since `take_computed` last took them; None: none are kept.
+_computed: dict[str, dict] | None = None
 
 
-def share_summaries(directory: Path | None) -> None:
-    """Use `directory` (which lives as long as the run) to share summaries with the run's other processes."""
-    global _shared
+def share_summaries(directory: Path | None, known: dict[str, dict] | None = None, keep: bool = False) -> None:
+    """Use `directory` (which lives as long as the run) to share summaries with the run's other
+    processes, and `known` (entries earlier runs computed) where they still hold; with `keep`,
+    the summaries computed are kept for `take_computed`."""
+    global _shared, _known, _computed
     _shared = directory
+    _known = known or {}
+    _computed = {} if keep else None
+
+
+def take_computed() -> dict[str, dict]:
+    """The summaries this process computed since the last call, for the result cache to keep."""
+    if not _computed:
+        return {}
+    found = dict(_computed)
+    _computed.clear()
+    return found
+
+
+def _key(path: Path, depth: int, function: str | None) -> str:
+    return f"{path}\0{depth}\0{function or ''}\0{int(hollowing.enabled)}"
 
 
 def _shared_summary(path: Path, mtime: int, depth: int, function: str | None) -> _Summary | None:
-    if _shared is None:
+    if _shared is None and not _known and _computed is None:
         return _summarise(path, mtime, depth, function)
-    entry = _shared / hashlib.sha1(f"{path}\0{mtime}\0{depth}\0{function}".encode()).hexdigest()
-    try:
-        return pickle.loads(entry.read_bytes())
-    except (OSError, EOFError, pickle.UnpicklingError):
-        pass  # not there (yet): another process may be computing it as well
-    summary = _summarise(path, mtime, depth, function)
-    if summary is not None:
-        partial = entry.with_name(f"{entry.name}.{os.getpid()}")
+    key = _key(path, depth, function)
+    known = _reused(_known.get(key))
+    if known is not None:
+        return known
+    shared = _shared / hashlib.sha1(key.encode()).hexdigest() if _shared is not None else None
+    if shared is not None:
         try:
-            partial.write_bytes(pickle.dumps(summary))
-            os.replace(partial, entry)  # readers see a whole entry or none
+            known = _reused(json.loads(shared.read_bytes()))
+        except (OSError, ValueError):
+            pass  # not there (yet): another process may be computing it as well
+        if known is not None:
+            return known
+    summary = _summarise(path, mtime, depth, function)
+    if summary is None:
+        return None
+    entry = _entry(summary)
+    if entry is None:
+        return summary  # a file it read vanished: nothing can validate it later
+    if _computed is not None:
+        _computed[key] = entry
+    if shared is not None:
+        partial = shared.with_name(f"{shared.name}.{os.getpid()}")
+        try:
+            partial.write_text(json.dumps(entry), encoding="utf-8")
+            os.replace(partial, shared)  # readers see a whole entry or none
         except OSError:
             pass  # sharing is an optimisation: the summary stands
     return summary
+
+
+def _entry(summary: _Summary) -> dict | None:
+    """A summary as JSON keeps it, with the content hash of every file it read."""
+    hashes = {str(file): _content_hash(file, _mtime(file)) for file in sorted(summary.files)}
+    if None in hashes.values():
+        return None
+    sites = [[site.event, site.call, site.line, site.file, str(site.path)] for site in summary.sites]
+    return {"files": hashes, "sites": sites}
+
+
+def _reused(entry: dict | None) -> _Summary | None:
+    """The summary an entry holds, if every file it read still has the content it had."""
+    if entry is None:
+        return None
+    try:
+        files = [Path(file) for file in entry["files"]]
+        if any(_content_hash(file, _mtime(file)) != entry["files"][str(file)] for file in files):
+            return None
+        sites = tuple(
+            ImportSite(event, call, line, file, Path(path)) for event, call, line, file, path in entry["sites"]
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):  # damaged, or written by hand
+        return None
+    return _Summary(sites, frozenset(files))
+
+
+@lru_cache(maxsize=65536)
+def _content_hash(path: Path, mtime: int) -> str | None:
+    if mtime < 0:
+        return None
+    try:
+        return content_hash(path.read_bytes())
+    except OSError:
+        return None
 
 
 def _summarise(path: Path, mtime: int, depth: int, function: str | None) -> _Summary | None:
