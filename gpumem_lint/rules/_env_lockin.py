@@ -98,35 +98,59 @@ def remedy(row: Variable) -> str:
 
 
 def _move_above_import(ctx: FileContext, write: EnvWrite, site: Site) -> Fix | None:
-    """For a variable locked by `import torch` itself: move a one-line module-level write of a literal
-    above that import. Unsafe: whatever ran in between no longer sees the old value."""
-    if site.event != "import_torch" or site.via is not None or string_value(write.value) is None:
+    """Move a one-line write of a literal above the statement of its block that runs the locking event
+    (`import torch`, the first CUDA call, `init_process_group`), when `os` is imported before that.
+    Unsafe: whatever ran in between no longer sees the old value."""
+    if site.via is not None or string_value(write.value) is None:
         return None
+    found = _block_of(ctx.module.body, write.node)
+    if found is None:
+        return None  # not a statement of its own
+    block, index = found
     positions = ctx.positions
-    rows = {id(statement): positions[statement].start.line for statement in ctx.module.body}
-    line = next(
-        (
-            s
-            for s in ctx.module.body
-            if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and s.body[0] is write.node
-        ),
-        None,
+    line = block[index]
+    row = positions[line].start.line
+    if positions[line].end.line != row:
+        return None
+    locking = next(
+        (s for s in block[:index] if positions[s].start.line <= site.line <= positions[s].end.line), None
     )
-    if line is None or positions[line].end.line != rows[id(line)]:
-        return None  # not a one-line module-level statement of its own
-    row = rows[id(line)]
-    environ_bound = min((rows[id(s)] for s in ctx.module.body if _binds_environ(s, ctx)), default=row)
-    if not environ_bound < site.line < row:
+    if locking is None:
+        return None  # the event runs in another block: in a caller, or around this one
+    above = positions[locking].start.line
+    if not any(_binds_environ(s, ctx) and positions[s].start.line < above for s in ctx.module.body):
         return None  # `os` must already be imported where the write moves to
     text = ctx.text.splitlines(keepends=True)[row - 1]
     return Fix(
         (
-            Edit(Position(site.line, 1), Position(site.line, 1), text if text.endswith("\n") else text + "\n"),
+            Edit(Position(above, 1), Position(above, 1), text if text.endswith("\n") else text + "\n"),
             Edit(Position(row, 1), Position(row + 1, 1), ""),
         ),
         Applicability.UNSAFE,
         f"Move the write above `{site.call}`",
     )
+
+
+def _block_of(body, node: cst.CSTNode) -> tuple[list, int] | None:
+    """The statements of the block whose one-statement line is `node`, and its index there."""
+    for index, statement in enumerate(body):
+        if isinstance(statement, cst.SimpleStatementLine):
+            if len(statement.body) == 1 and statement.body[0] is node:
+                return list(body), index
+            continue
+        for child in _blocks(statement):
+            if (found := _block_of(child, node)) is not None:
+                return found
+    return None
+
+
+def _blocks(statement: cst.CSTNode):
+    """The statement lists directly inside a compound statement (its body, else, handlers, ...)."""
+    for child in statement.children:
+        if isinstance(child, cst.IndentedBlock):
+            yield child.body
+        elif not isinstance(child, cst.BaseExpression):
+            yield from _blocks(child)
 
 
 def _binds_environ(statement: cst.CSTNode, ctx: FileContext) -> bool:

@@ -40,7 +40,8 @@ class Invalid:
     it is required when the rule offers a fix for the snippet, and must be None otherwise.
     `prints` is what the fixed program writes to stdout (stripped) when it is a whole program
     that runs: the original raises or prints something else (tests/test_fix_proofs.py runs both).
-    `cuda` marks a program whose hazard needs a GPU to show (run only where one is present).
+    `cuda` marks a program whose hazard needs a GPU to show (run only where one is present);
+    `standalone=False` one that runs only under a launcher (torchrun's process-group environment).
     """
 
     code: str
@@ -48,6 +49,7 @@ class Invalid:
     fixed: str | None = None
     prints: str | None = None
     cuda: bool = False
+    standalone: bool = True
 
 
 @dataclass(frozen=True)

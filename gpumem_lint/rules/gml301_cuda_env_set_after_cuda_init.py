@@ -1,7 +1,7 @@
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.diagnostics import Severity
+from gpumem_lint.diagnostics import Applicability, Severity
 from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, ENV_WRITE, late_env_writes
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
@@ -65,7 +65,10 @@ class CudaEnvSetAfterCudaInit(Rule):
     with `torch.cuda.set_device(i)`.
 
     ## Fix safety
-    There is no automatic fix: moving the write changes which devices the earlier calls see.
+    For a one-line write of a literal, the fix moves it above the statement of the same block
+    that initialised CUDA (`torch.cuda.is_available()`, the first `.cuda()`) (when `os` is imported before that statement). It is unsafe: code between the
+    two lines then sees the new value too, and the earlier CUDA calls see the devices it selects. A write locked in another block (by a function
+    it calls, or the `if` around it) or by another file has no automatic fix.
 
     ## References
     - [CUDA environment variables](https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/environment-variables.html)
@@ -78,6 +81,7 @@ class CudaEnvSetAfterCudaInit(Rule):
     severity = Severity.ERROR
     summary = "CUDA device variable set after the CUDA driver was initialised"
     fix_title = "Set it before the first CUDA call or in the launcher; pick a device with `torch.cuda.set_device(i)`"
+    fix_applicability = Applicability.UNSAFE
     triggers = ENV_TRIGGERS
     file_trigger = ENV_WRITE
     VALID = (
@@ -120,6 +124,27 @@ count = torch._C._cuda_getDeviceCount()  # noqa: GML405
 """,
     )
     INVALID = (
+        Invalid(
+            """
+import os
+import torch
+
+print(torch.cuda.is_available())
+os.environ["CUDA_VISIBLE_DEVICES"] = ""
+print(torch.cuda.device_count())
+""",
+            (6,),
+            fixed="""
+import os
+import torch
+
+os.environ["CUDA_VISIBLE_DEVICES"] = ""
+print(torch.cuda.is_available())
+print(torch.cuda.device_count())
+""",
+            prints="False\n0",
+            cuda=True,
+        ),
         Invalid(
             """
 import os

@@ -52,10 +52,10 @@ class AllocatorEnvSetAfterInit(Rule):
     (new segments only).
 
     ## Fix safety
-    For the `backend:` setting written on one module-level line right after `import torch`, the fix
-    moves it above the import (when `os` is imported before). It is unsafe: what runs in between
-    sees the new value too. Other late writes have no automatic fix: they must move before CUDA
-    calls the tool may not see.
+    For a one-line write of a literal, the fix moves it above the statement of the same block
+    that locked it (`import torch` for the `backend:` setting, else the first CUDA allocation) (when `os` is imported before that statement). It is unsafe: code between the
+    two lines then sees the new value too. A write locked in another block (by a function
+    it calls, or the `if` around it) or by another file has no automatic fix.
 
     ## References
     - [CUDA memory management: environment variables](https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)
@@ -103,6 +103,14 @@ os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
 train(model)
 """,
             (6,),
+            fixed="""
+import os
+import torch
+
+os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+model = build_model().cuda()
+train(model)
+""",
         ),
         Invalid(
             """
@@ -111,6 +119,7 @@ import torch
 
 os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
 x = torch.zeros(10, device="cuda")
+print(torch.cuda.get_allocator_backend())
 """,
             (5,),
             fixed="""
@@ -119,7 +128,10 @@ os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "backend:cudaMallocAsync"
 import torch
 
 x = torch.zeros(10, device="cuda")
+print(torch.cuda.get_allocator_backend())
 """,
+            prints="cudaMallocAsync",
+            cuda=True,
         ),
         Invalid(
             """
@@ -128,8 +140,21 @@ import torch
 
 x = torch.randn(1000, 1000).cuda()
 os.environ["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
+del x
+print(torch.cuda.memory_reserved() == 0)
 """,
             (6,),
+            fixed="""
+import os
+import torch
+
+os.environ["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
+x = torch.randn(1000, 1000).cuda()
+del x
+print(torch.cuda.memory_reserved() == 0)
+""",
+           prints="True",
+            cuda=True,
         ),
     )
 

@@ -40,9 +40,9 @@ class ThreadEnvSetAfterTorchImport(Rule):
     or set the variable before `import torch`, or in the launcher.
 
     ## Fix safety
-    For a one-line module-level write of a literal, the fix moves it above `import torch` (when
-    `os` is imported before that). It is unsafe: code between the two lines, including what the
-    imports run, then sees the new value too. `torch.set_num_threads` is not offered as a fix: it
+    For a one-line write of a literal, the fix moves it above the `import torch` of the same
+    block (when `os` is imported before that). It is unsafe: code between the two lines,
+    including what the imports run, then sees the new value too. `torch.set_num_threads` is not offered as a fix: it
     does not change what other libraries (numpy's BLAS) read from the variable.
 
     ## References
@@ -87,6 +87,7 @@ import os
 import torch
 
 os.environ["OMP_NUM_THREADS"] = "1"
+print(torch.get_num_threads())
 """,
             (5,),
             fixed="""
@@ -94,7 +95,9 @@ import os
 os.environ["OMP_NUM_THREADS"] = "1"
 import torch
 
+print(torch.get_num_threads())
 """,
+            prints="1",
         ),
         Invalid(
             """

@@ -1,7 +1,7 @@
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.diagnostics import Severity
+from gpumem_lint.diagnostics import Applicability, Severity
 from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, ENV_WRITE, late_env_writes
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
@@ -38,7 +38,10 @@ class DistributedEnvSetAfterInit(Rule):
     or set it in the launcher (`NCCL_DEBUG=INFO torchrun ...`).
 
     ## Fix safety
-    There is no automatic fix.
+    For a one-line write of a literal, the fix moves it above the statement of the same block
+    that created the process group or its first communicator (when `os` is imported before that statement). It is unsafe: code between the
+    two lines then sees the new value too. A write locked in another block (by a function
+    it calls, or the `if` around it) or by another file has no automatic fix.
 
     ## References
     - [NCCL environment variables](https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html)
@@ -51,6 +54,7 @@ class DistributedEnvSetAfterInit(Rule):
     severity = Severity.WARNING
     summary = "NCCL or rendezvous variable set after the distributed runtime read it"
     fix_title = "Set it before `init_process_group` (or in the launcher)"
+    fix_applicability = Applicability.UNSAFE
     triggers = ENV_TRIGGERS
     file_trigger = ENV_WRITE
     VALID = (
@@ -71,11 +75,44 @@ dist.barrier()
 import os
 import torch.distributed as dist
 
+os.environ["MASTER_ADDR"] = "127.0.0.1"
+dist.init_process_group("gloo", rank=0, world_size=1)
+os.environ["MASTER_PORT"] = "29517"
+print(dist.get_world_size())
+dist.destroy_process_group()
+""",
+            (7,),
+            fixed="""
+import os
+import torch.distributed as dist
+
+os.environ["MASTER_ADDR"] = "127.0.0.1"
+os.environ["MASTER_PORT"] = "29517"
+dist.init_process_group("gloo", rank=0, world_size=1)
+print(dist.get_world_size())
+dist.destroy_process_group()
+""",
+            prints="1",
+        ),
+        Invalid(
+            """
+import os
+import torch.distributed as dist
+
 dist.init_process_group("nccl")
 dist.barrier()
 os.environ["NCCL_DEBUG"] = "INFO"
 """,
             (7,),
+            standalone=False,
+            fixed="""
+import os
+import torch.distributed as dist
+
+dist.init_process_group("nccl")
+os.environ["NCCL_DEBUG"] = "INFO"
+dist.barrier()
+""",
         ),
         Invalid(
             """
@@ -87,6 +124,15 @@ dist.init_process_group("nccl", device_id=torch.device("cuda", 0))
 os.environ["NCCL_DEBUG"] = "INFO"
 """,
             (7,),
+            standalone=False,
+            fixed="""
+import os
+import torch
+import torch.distributed as dist
+
+os.environ["NCCL_DEBUG"] = "INFO"
+dist.init_process_group("nccl", device_id=torch.device("cuda", 0))
+""",
         ),
         Invalid(
             """
@@ -98,6 +144,14 @@ def setup(rank, world_size):
     os.environ["MASTER_PORT"] = "29501"
 """,
             (7,),
+            fixed="""
+import os
+import torch.distributed as dist
+
+def setup(rank, world_size):
+    os.environ["MASTER_PORT"] = "29501"
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+""",
         ),
     )
 

@@ -1,7 +1,7 @@
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.diagnostics import Severity
+from gpumem_lint.diagnostics import Applicability, Severity
 from gpumem_lint.rules._env_lockin import ENV_TRIGGERS, ENV_WRITE, late_env_writes
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
@@ -50,8 +50,10 @@ class CompilerEnvSetAfterCompile(Rule):
     or set the variable before the first `torch.compile(...)`, or in the launcher.
 
     ## Fix safety
-    There is no automatic fix: the option may belong in `torch.compile(...)`'s arguments or in
-    `torch._inductor.config`, which the rule cannot choose.
+    For a one-line write of a literal, the fix moves it above the statement of the same block
+    that first read the compiler's configuration (`torch.compile(...)`, an import of `torch._inductor`) (when `os` is imported before that statement). It is unsafe: code between the
+    two lines then sees the new value too; setting the option in `torch.compile(...)`'s arguments or in `torch._inductor.config` instead is a choice the rule cannot make. A write locked in another block (by a function
+    it calls, or the `if` around it) or by another file has no automatic fix.
 
     ## References
     - [`torch.compile`](https://docs.pytorch.org/docs/stable/generated/torch.compile.html)
@@ -64,6 +66,7 @@ class CompilerEnvSetAfterCompile(Rule):
     severity = Severity.WARNING
     summary = "torch.compile variable set after its configuration was read"
     fix_title = "Set it before the first `torch.compile(...)` or in the launcher, or pass the option to `torch.compile`"
+    fix_applicability = Applicability.UNSAFE
     triggers = ENV_TRIGGERS
     file_trigger = ENV_WRITE
     VALID = (
@@ -97,10 +100,37 @@ subprocess.run(["python", "serve.py"], check=True)
 import os
 import torch
 
+sine = torch.compile(torch.sin)
+os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"
+print(torch._inductor.config.max_autotune)
+""",
+            (6,),
+            fixed="""
+import os
+import torch
+
+os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"
+sine = torch.compile(torch.sin)
+print(torch._inductor.config.max_autotune)
+""",
+            prints="True",
+        ),
+        Invalid(
+            """
+import os
+import torch
+
 model = torch.compile(model)
 os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"
 """,
             (6,),
+            fixed="""
+import os
+import torch
+
+os.environ["TORCHINDUCTOR_MAX_AUTOTUNE"] = "1"
+model = torch.compile(model)
+""",
         ),
         Invalid(
             """
