@@ -14,7 +14,8 @@ from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import ProcessModel
 from gpumem_lint.semantic.devices import CudaUses
 from gpumem_lint.semantic.flow import ScopeFacts
-from gpumem_lint.semantic.processes import PROCESS_CROSSING
+from gpumem_lint.semantic.process_starts import Starts, starts
+from gpumem_lint.semantic.processes import PROCESS_CROSSING, Crossing
 from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS
 
 #: How many same-module calls deep the child's function is searched for CUDA use.
@@ -36,10 +37,18 @@ class ForkAfterCudaInit(Rule):
     Linux is fork up to Python 3.13 and forkserver from 3.14 (set `target-version` to say
     which Python you target).
 
+    The fork happens where the children start: a `Process` at its `start()` — also when it is
+    made in one method and started in another (`self.worker = Process(...)` in `__init__`,
+    `self.worker.start()` in `run()`) — a `Pool` where it is made, and a `ProcessPoolExecutor`
+    under fork at the first task it is given.
+
     What initialises the driver comes from the shared lock-in table
     ([knowledge/lockin.toml](../gpumem_lint/knowledge/lockin.toml)): an allocation or
     `.cuda()`, `set_device`, and also calls that look harmless, such as
-    `torch.cuda.is_available()`, `get_arch_list()`, `GradScaler("cuda")`.
+    `torch.cuda.is_available()`, `get_arch_list()`, `GradScaler("cuda")`,
+    `torch.accelerator.is_available()`, and `import torch.utils.cpp_extension` on a machine with
+    a CUDA toolkit (it calls `torch.cuda.is_available()` to find it: measured on an H200,
+    `bench/gpu/accelerator_probe.json`).
 
     ## Why is this bad?
     A forked child inherits the parent's memory but not a usable CUDA driver state. Its first
@@ -107,6 +116,24 @@ if __name__ == "__main__":
     with mp.Pool(4) as pool:
         batches = pool.map(preprocess, ["a.pt", "b.pt"])
 """,
+        """
+import torch
+import multiprocessing as mp
+
+def serve(queue):
+    queue.put(torch.ones(2).cuda().sum().item())
+
+class Server:
+    def __init__(self):
+        self.queue = mp.Queue()
+        self.worker = mp.Process(target=serve, args=(self.queue,))
+        self.model = torch.nn.Linear(4, 4)
+
+    def run(self):
+        self.worker.start()  # forked before the parent touches CUDA
+        self.model.cuda()
+        return self.queue.get()
+""",
     )
     INVALID = (
         Invalid(
@@ -124,6 +151,27 @@ if __name__ == "__main__":
     p.join()
 """,
             (10,),
+        ),
+        Invalid(
+            """
+import torch
+import multiprocessing as mp
+
+def serve(queue):
+    queue.put(torch.ones(2).cuda().sum().item())
+
+class Server:
+    def __init__(self):
+        self.queue = mp.Queue()
+        self.worker = mp.Process(target=serve, args=(self.queue,))
+        self.model = torch.nn.Linear(4, 4)
+
+    def run(self):
+        self.model.cuda()
+        self.worker.start()
+        return self.queue.get()
+""",
+            (16,),
         ),
     )
 
@@ -144,17 +192,37 @@ if __name__ == "__main__":
             use = _cuda_use(model, target, evidence.names, imports)
             if use is None:
                 continue
-            site = ctx.program_order.first_event_before(launch, CUDA_INIT_EVENTS)
+            site, fork = None, launch
+            for fork in (launch, *_later_forks(ctx, crossing)):
+                site = ctx.program_order.first_event_before(fork, CUDA_INIT_EVENTS)
+                if site is not None:
+                    break
             if site is None:
                 continue
             reported.add(id(launch))
             method = start_method_text(model.start_method(crossing))
+            made = crossing_text(ctx, crossing) if fork is launch else f"`{ctx.code(fork)}` (line {ctx.line(fork)})"
             yield Report(
-                launch,
-                f"{crossing_text(ctx, crossing)} starts a child with {method} after `{site.call}` ({site.where()}) "
+                fork,
+                f"{made} starts a child with {method} after `{site.call}` ({site.where()}) "
                 f"initialised CUDA: the child's `{ctx.code(use)}` (line {ctx.line(use)}) raises `Cannot "
                 "re-initialize CUDA in forked subprocess`",
             )
+
+
+def _later_forks(ctx: FileContext, crossing: Crossing) -> list[cst.Call]:
+    """Where the child is forked, when not where the crossing is made: a `Process` at its `start()`
+    (possibly in another method, `self.worker.start()`); a `ProcessPoolExecutor` under fork at the
+    first task it is given (the `Pool` itself forks its workers when it is made)."""
+    if crossing.kind == "process":
+        return ctx.shared(_starts).of(crossing.node)
+    if crossing.kind == "executor" and crossing.launcher is not None:
+        return [crossing.node]
+    return []
+
+
+def _starts(ctx: FileContext) -> Starts:
+    return starts(ctx.module)
 
 
 def _cuda_use(model: ProcessModel, target: ScopeFacts, names, imports) -> cst.Call | None:
