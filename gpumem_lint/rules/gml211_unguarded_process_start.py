@@ -3,7 +3,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.diagnostics import Severity
+from gpumem_lint.diagnostics import Position, Severity
+from gpumem_lint.fixes import Applicability, Edit, Fix, line_starts
 from gpumem_lint.rules._boundaries import crossing_text, process_model, start_method_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.processes import PROCESS_CROSSING
@@ -34,7 +35,7 @@ class UnguardedProcessStart(Rule):
     def train(rank):
         ...
 
-    mp.spawn(train, nprocs=4)
+    mp.spawn(train, nprocs=2)
     ```
 
     ## Use instead
@@ -43,12 +44,16 @@ class UnguardedProcessStart(Rule):
         ...
 
     if __name__ == "__main__":
-        mp.spawn(train, nprocs=4)
+        mp.spawn(train, nprocs=2)
     ```
 
     ## Fix safety
-    There is no automatic fix yet: everything the launch needs at top level (argument
-    parsing, data preparation) usually belongs under the guard too.
+    The fix puts the launch and every top-level statement after it under
+    `if __name__ == "__main__":`, when none of them defines or imports anything (the
+    children need those) and none holds a string spanning lines (indenting would change
+    it). It is unsafe: names those statements bind are no longer set when the module is
+    imported, and what the launch needs above it (argument parsing, data preparation)
+    still runs in every child; it usually belongs under the guard too.
 
     ## References
     - [multiprocessing programming guidelines: safe importing of main module](https://docs.python.org/3/library/multiprocessing.html#multiprocessing-programming)
@@ -59,6 +64,7 @@ class UnguardedProcessStart(Rule):
     severity = Severity.ERROR
     summary = "Processes started by top-level code that spawn children re-run on import"
     fix_title = 'Start the processes under `if __name__ == "__main__":`'
+    fix_applicability = Applicability.UNSAFE
     triggers = ("multiprocessing", "ProcessPoolExecutor")
     file_trigger = PROCESS_CROSSING
     VALID = (
@@ -69,7 +75,7 @@ def train(rank):
     pass
 
 if __name__ == "__main__":
-    mp.spawn(train, nprocs=4)
+    mp.spawn(train, nprocs=2)
 """,
         """
 import multiprocessing as mp
@@ -87,11 +93,41 @@ with mp.Pool(4) as pool:
 import torch.multiprocessing as mp
 
 def train(rank):
-    pass
+    print(rank)
 
-mp.spawn(train, nprocs=4)
+mp.spawn(train, nprocs=1)
 """,
             (7,),
+            fixed="""
+import torch.multiprocessing as mp
+
+def train(rank):
+    print(rank)
+
+if __name__ == "__main__":
+    mp.spawn(train, nprocs=1)
+""",
+            prints="0",
+        ),
+        Invalid(
+            """
+import torch.multiprocessing as mp
+
+def train(rank):
+    pass
+
+mp.spawn(train, nprocs=2)
+""",
+            (7,),
+            fixed="""
+import torch.multiprocessing as mp
+
+def train(rank):
+    pass
+
+if __name__ == "__main__":
+    mp.spawn(train, nprocs=2)
+""",
         ),
     )
 
@@ -112,7 +148,53 @@ mp.spawn(train, nprocs=4)
                 f"{crossing_text(ctx, crossing)} starts processes from top-level code with "
                 f"{start_method_text(method)}: each child re-imports this module, re-runs this launch and fails "
                 "with `RuntimeError`",
+                fix=_guard_the_rest(ctx, launch),
             )
+
+
+def _guard_the_rest(ctx: FileContext, launch: cst.CSTNode) -> Fix | None:
+    """Indent the top-level statement holding `launch`, and all after it, under a `__main__` guard."""
+    positions = ctx.positions
+    row = positions[launch].start.line
+    body = list(ctx.module.body)
+    first = next((i for i, s in enumerate(body) if positions[s].start.line <= row <= positions[s].end.line), None)
+    if first is None or any(_defines(statement) or _spans_lines_in_a_string(ctx, statement) for statement in body[first:]):
+        return None
+    start = positions[body[first]].start.line
+    lines = ctx.text.splitlines(keepends=True)[start - 1 :]
+    indented = "".join(f"    {line}" if line.strip() else line for line in lines)
+    starts = line_starts(ctx.text)
+    end = Position(len(starts), len(ctx.text) - starts[-1] + 1)  # the end of the file
+    return Fix(
+        (Edit(Position(start, 1), end, 'if __name__ == "__main__":\n' + indented),),
+        Applicability.UNSAFE,
+        'Start the processes under `if __name__ == "__main__":`',
+    )
+
+
+def _defines(statement: cst.CSTNode) -> bool:
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+        return True
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
+    )
+
+
+def _spans_lines_in_a_string(ctx: FileContext, statement: cst.CSTNode) -> bool:
+    strings = _Strings()
+    strings.walk(statement)
+    return any(ctx.positions[node].start.line != ctx.positions[node].end.line for node in strings.found)
+
+
+class _Strings(Walker):
+    def __init__(self) -> None:
+        self.found: list[cst.CSTNode] = []
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.found.append(node)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self.found.append(node)
 
 
 def _guarded_nodes(module: cst.Module) -> set[int]:
