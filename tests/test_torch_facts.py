@@ -226,7 +226,7 @@ def test_f25_other_inplace_view_ops_raise_errors_of_their_own():
         first.resize_(2)
 
 
-def _non_differentiable():
+def _knowledge():
     from gpumem_lint.knowledge import knowledge
 
     return knowledge()
@@ -250,12 +250,12 @@ def _call(name, x):
     return getattr(x, name)(0.0) if name in {"eq", "ne", "lt", "le", "gt", "ge"} else getattr(x, name)()
 
 
-@pytest.mark.parametrize("name", sorted(_non_differentiable().non_differentiable))
+@pytest.mark.parametrize("name", sorted(_knowledge().non_differentiable))
 def test_f26_integer_and_boolean_results_never_require_grad(name):
     assert not _call(name, torch.randn(4, requires_grad=True)).requires_grad
 
 
-@pytest.mark.parametrize(("name", "position"), sorted(_non_differentiable().index_outputs.items()))
+@pytest.mark.parametrize(("name", "position"), sorted(_knowledge().index_outputs.items()))
 def test_f26_index_outputs_never_require_grad_and_the_values_do(name, position):
     outputs = _call(name, torch.randn(4, requires_grad=True))
     assert not outputs[position].requires_grad
@@ -265,3 +265,17 @@ def test_f26_index_outputs_never_require_grad_and_the_values_do(name, position):
 def test_f26_comparison_operators_never_require_grad():
     x = torch.randn(4, requires_grad=True)
     assert not (x > 0).requires_grad and not (x == x).requires_grad
+
+
+_SELF_METHOD_ARGS = {"to": ("cpu",), "type": (torch.float32,), "apply": (lambda module: None,), "to_empty": ()}
+
+
+@pytest.mark.parametrize("method", sorted(_knowledge().module_self_methods))
+def test_f27_module_methods_return_the_module_itself(method):
+    # A module without tensors: `cuda()` moves nothing, so this runs on a machine without a GPU.
+    module = nn.ReLU()
+    kwargs = {"device": "cpu"} if method == "to_empty" else {}
+    assert getattr(module, method)(*_SELF_METHOD_ARGS.get(method, ()), **kwargs) is module
+    linear = nn.Linear(2, 2)
+    if method != "cuda":
+        assert getattr(linear, method)(*_SELF_METHOD_ARGS.get(method, ()), **kwargs) is linear

@@ -72,6 +72,7 @@ class Knowledge:
     shape_constructors: frozenset[str]
     one_dimensional: frozenset[str]
     tuple_output_modules: frozenset[str]
+    module_self_methods: frozenset[str]  # `Net().cuda()` is the module itself
 
     @cached_property
     def tensor_only_methods(self) -> frozenset[str]:
@@ -172,4 +173,5 @@ def knowledge() -> Knowledge:
         shape_constructors=_set(hand["indexing"]["shape_constructors"]),
         one_dimensional=_set(hand["indexing"]["one_dimensional"]),
         tuple_output_modules=_set(f"torch.nn.{name}" for name in hand["module_outputs"]["tuples"]),
+        module_self_methods=_set(hand["module_outputs"]["returns_self"]),
     )

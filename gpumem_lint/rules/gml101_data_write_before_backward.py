@@ -65,6 +65,16 @@ class DataWriteBeforeBackward(Rule):
     VALID = (
         """
 import torch
+import torch.nn as nn
+
+grad_output = torch.ones(4, 3)
+layer = nn.Linear(3, 3).to("cpu")
+layer.weight.data = torch.randn(3, 3)
+out = layer(torch.randn(4, 3))
+out.backward(grad_output)
+""",
+        """
+import torch
 
 def train_step(model, optimizer, criterion, images, labels):
     loss = criterion(model(images), labels)

@@ -83,6 +83,35 @@ class AliasReadAfterInplaceWrite(Rule):
     scope_triggers = WRITES
     VALID = (
         """
+import torch
+
+def predivide_gradient(param, factor, stream):
+    grad = param.grad.data
+    param.grad.data.div_(factor)
+    grad.record_stream(stream)
+""",
+        """
+import torch
+
+def add_token_types(ids, kwargs, drop_images):
+    token_types = torch.zeros_like(ids)
+    token_types[ids == 3] = 1
+    kwargs["token_types"] = token_types
+    if drop_images:
+        token_types.zero_()
+        kwargs["token_types"] = token_types
+    return kwargs
+""",
+        """
+import torch
+
+def store_types(ids, kwargs, key):
+    types = torch.zeros_like(ids)
+    kwargs[key] = types
+    types.zero_()
+    kwargs[key] = types
+""",
+        """
 import numpy as np
 
 def episode_returns(rewards_per_step, n_envs):

@@ -71,6 +71,15 @@ class InplaceWriteOnMultiOutputView(Rule):
         """
 import torch.nn as nn
 
+class PairBlock(nn.Module):
+    def forward(self, pair):
+        first, second = pair
+        second.mul_(2)
+        return first * second
+""",
+        """
+import torch.nn as nn
+
 class Attention(nn.Module):
     def forward(self, x):
         q, k, v = self.qkv(x).chunk(3, dim=-1)

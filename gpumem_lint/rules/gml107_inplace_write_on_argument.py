@@ -146,6 +146,19 @@ def encode(batch):
     return torch.cat([batch, batch.flip(0)], dim=1)
 """,
         """
+from typing import Dict, Optional, Tuple
+
+import torch
+import torch.nn as nn
+
+class RotaryCache(nn.Module):
+    def forward(self, x, cache: Optional[Dict[Tuple[int, int], torch.Tensor]] = None):
+        size = tuple(x.shape[-2:])
+        if cache is not None:
+            cache[size] = self.table(size)
+        return x
+""",
+        """
 import torch
 
 def count(total: int, batch):

@@ -152,6 +152,8 @@ class CallSemantics:
             return EMPTY
         if method == "requires_grad_":
             return self._requires_grad_(node, receiver, state)
+        if method in k.module_self_methods and receiver.module is not None:  # `Net().cuda()` (F27)
+            return receiver
         if method == "set_" and args:  # `x.set_(y)`: like `x.data = y`, invisible to autograd
             self._write(receiver, node, "set_", state)
             return receiver

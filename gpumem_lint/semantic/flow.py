@@ -153,6 +153,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._init_overlaps()
         self._returned: set[Storage] = set()
         self._return_values: list[Value] = []
+        self._item_keys: dict[Handle, str | None] = {}  # a container's item -> the literal key it is stored under
 
     # ----------------------------------------------------------------- entry
 
@@ -388,11 +389,12 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 self._bind(element.value, part, made_by, state)
             elif value.container or value.kinds - {AliasKind.OWN}:
                 self._bind(element.value, value.elements(), made_by, state)
-            elif value.tensor and not isinstance(made_by, cst.Call):  # a tensor unpacks as `unbind` does
+            elif value.tensor and not isinstance(made_by, cst.Call) and not self._only_assumed(value):
+                # a tensor unpacks as `unbind` does
                 self._bind(
                     element.value, self._alias(value, made_by, AliasKind.MULTI_VIEW, partial=True), made_by, state
                 )
-            else:  # `values, indices = x.sort()`: separate new tensors
+            else:  # `values, indices = x.sort()`: separate new tensors; `a, b = pair`: a forward's tuple input
                 handle = self._fresh((made_by, position), dotted_name(element.value) or "", value)
                 handle.grad = output_grad(made_by, position, value, self.k.index_outputs)
                 self._bind(element.value, value.with_handles({handle}), made_by, state)
@@ -420,7 +422,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         for place, _, _ in pending:
             state.env.pop(place, None)
 
-    def _hold(self, place: str, handles: frozenset[Handle], node: cst.CSTNode, state: State) -> None:
+    def _hold(self, place: str, handles: frozenset[Handle], node: cst.CSTNode, state: State) -> frozenset[Handle]:
         stored = frozenset(self._stored(handle, node) for handle in handles)
         already = state.held.get(place, frozenset())
         state.held[place] = already | stored
@@ -428,6 +430,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         # instances, which keep what they have seen.
         self._forget_history(stored - already, state)
         state.retired -= stored
+        return stored
 
     def _stored(self, handle: Handle, node: cst.CSTNode) -> Handle:
         """What a container holds: the tensor as it is now, as far as its reader can tell."""
@@ -514,9 +517,13 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             self._eval(target, state)
 
     def _store_item(self, target: cst.Subscript, value: Value, state: State, source: cst.CSTNode) -> None:
-        container = self._eval(target.value, state)
+        # Storing an item reads none of a container's items (`d[k] = t` after `t.zero_()`).
+        container = self._eval(target.value, state, record=False)
         self._eval_slices(target, state)
         if self._is_array(container) and not _keyed_by_string(target):
+            place = dotted_name(target.value)
+            if place is not None:
+                self._record_reads(place, target.value, state)
             partial, index = self._index_extent(target)
             self._write(container, target, "[] =", state, partial=partial, index=index, certain=False)
             self._check_overlap(target, container, [(source, value)], index)
@@ -524,7 +531,21 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return
         place = dotted_name(target.value)
         if place is not None and value.handles:
-            self._hold(place, value.handles, target, state)
+            key = _literal_key(target)
+            if key is not None:
+                self._replace_item(place, key, state)
+            for stored in self._hold(place, value.handles, target, state):
+                self._item_keys[stored] = key
+
+    def _replace_item(self, place: str, key: str, state: State) -> None:
+        """`d["k"] = t` replaces what `d["k"]` held: on this path the old item is gone, and so is
+        what it had seen (`d["k"] = t; t.zero_(); d["k"] = t` leaves nothing stale)."""
+        held = state.held.get(place, frozenset())
+        replaced = {handle for handle in held if self._item_keys.get(handle) == key}
+        if replaced:
+            state.held[place] = held - replaced
+            for handle in replaced:
+                state.stale.pop(handle, None)
 
     def _aug_assign(self, node: cst.AugAssign, state: State) -> None:
         value = self._eval(node.value, state)
@@ -969,6 +990,14 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         if not self._no_grad:
             self.graph_storages.update(handle.storage for handle in value.handles)
 
+    def _only_assumed(self, value: Value) -> bool:
+        """`forward(self, x)`'s `x` as passed, taken for a tensor without evidence: unpacking it
+        (`a, b = x`) shows a tuple rather than a tensor being unbound."""
+        assumed = self.scope.assumed_tensor
+        return assumed is not None and all(
+            h.storage.origin == "param" and h.storage.label == assumed and h.base is None for h in value.handles
+        )
+
     def _is_array(self, value: Value) -> bool:
         return value.tensor or value.ndarray
 
@@ -1039,6 +1068,14 @@ def _formatted_expressions(node) -> list[cst.BaseExpression]:
     if isinstance(node, cst.FormattedString):
         return [part.expression for part in node.parts if isinstance(part, cst.FormattedStringExpression)]
     return []
+
+
+def _literal_key(node: cst.Subscript) -> str | None:
+    """`d["image"]`, `d[0]`: the one literal key, as written; None for any other index."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    key = node.slice[0].slice.value
+    return key.value if isinstance(key, (cst.SimpleString, cst.Integer)) else None
 
 
 def _keyed_by_string(node: cst.Subscript) -> bool:

@@ -259,9 +259,21 @@ def _tensor_annotation(node: cst.Annotation | None, text: str | None, imports: I
 
 
 def _container(annotation: str | None) -> bool:
-    """`List[Tensor]`, `dict[str, Tensor]`, `Sequence[Tensor]`: not a tensor itself."""
-    head = (annotation or "").split("[", 1)[0].rsplit(".", 1)[-1]
+    """`List[Tensor]`, `dict[str, Tensor]`, `Optional[Dict[str, Tensor]]`: not a tensor itself."""
+    head = _without_none(annotation or "").split("[", 1)[0].rsplit(".", 1)[-1]
     return head.lower() in ("list", "tuple", "dict", "sequence", "iterable", "mapping", "set")
+
+
+def _without_none(annotation: str) -> str:
+    """`Optional[X]`, `X | None`, `None | X` -> `X`."""
+    text = annotation.strip()
+    for prefix in ("Optional[", "typing.Optional["):
+        if text.startswith(prefix) and text.endswith("]"):
+            return text[len(prefix) : -1].strip()
+    for none in (" | None", "|None"):
+        if text.endswith(none):
+            return text[: -len(none)].strip()
+    return text.removeprefix("None |").removeprefix("None|").strip()
 
 
 def _scalar_default(default: cst.BaseExpression | None) -> bool:
