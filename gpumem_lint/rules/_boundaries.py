@@ -19,6 +19,16 @@ from gpumem_lint.semantic.walk import Walker
 from gpumem_lint.target import find_target
 
 
+def is_main_guard(test: cst.BaseExpression) -> bool:
+    """`__name__ == "__main__"` (either way round)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    names = {side.value for side in sides if isinstance(side, cst.Name)}
+    strings = {side.evaluated_value for side in sides if isinstance(side, cst.SimpleString)}
+    return names == {"__name__"} and strings == {"__main__"} and isinstance(test.comparisons[0].operator, cst.Equal)
+
+
 def process_model(ctx: FileContext) -> ProcessModel:
     """The module's process model, shared by the rules of the file."""
     return ctx.shared(_process_model)

@@ -3,10 +3,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.diagnostics import Severity
+from gpumem_lint.diagnostics import Position, Severity
+from gpumem_lint.fixes import Applicability, Edit, Fix, source_line
 from gpumem_lint.rules._boundaries import (
     crossing_text,
     cuda_evidence,
+    is_main_guard,
     process_model,
     start_method_text,
 )
@@ -24,6 +26,10 @@ _DEPTH = 2
 
 #: Crossings that start processes, and so may fork (`start_processes(..., start_method="fork")` too).
 _FORKING = ("process", "spawn", "pool", "executor")
+
+
+#: The modules whose `Process`/`Pool` the fix can switch to spawn.
+_MULTIPROCESSING = frozenset({"multiprocessing", "torch.multiprocessing"})
 
 
 class ForkAfterCudaInit(Rule):
@@ -73,9 +79,13 @@ class ForkAfterCudaInit(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix. Spawn children re-import the main module, so the launching
-    code must sit under `if __name__ == "__main__":`. Setting
-    `PYTORCH_NVML_BASED_CUDA_CHECK=1` makes `is_available()` safe, not an allocation.
+    The fix selects spawn as the first statement under `if __name__ == "__main__":`
+    (`mp.set_start_method("spawn")`), for a launch through the `multiprocessing` module in a
+    file that has such a guard and chooses no start method yet. It is unsafe: spawn children
+    re-import the main module and receive their target and arguments pickled, so a lambda or
+    nested function, a lock or queue made before the call, or unguarded top-level work breaks
+    or runs again. Setting `PYTORCH_NVML_BASED_CUDA_CHECK=1` makes `is_available()` safe, not
+    an allocation.
 
     ## References
     - [CUDA in multiprocessing](https://docs.pytorch.org/docs/stable/notes/multiprocessing.html#cuda-in-multiprocessing)
@@ -87,6 +97,7 @@ class ForkAfterCudaInit(Rule):
     severity = Severity.ERROR
     summary = "A forked child uses CUDA after the parent initialised it"
     fix_title = 'Start CUDA-using children with spawn (`mp.get_context("spawn")`), or keep CUDA out of the parent until they are started'
+    fix_applicability = Applicability.UNSAFE
     triggers = ("multiprocessing", "ProcessPoolExecutor")
     file_trigger = PROCESS_CROSSING
     VALID = (
@@ -149,8 +160,26 @@ if __name__ == "__main__":
     p = mp.Process(target=train, args=(0,))
     p.start()
     p.join()
+    print(p.exitcode)
 """,
             (10,),
+            fixed="""
+import torch
+import torch.multiprocessing as mp
+
+def train(rank):
+    torch.zeros(1).cuda(rank)
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    use_cuda = torch.cuda.is_available()
+    p = mp.Process(target=train, args=(0,))
+    p.start()
+    p.join()
+    print(p.exitcode)
+""",
+            prints="0",
+            cuda=True,
         ),
         Invalid(
             """
@@ -207,7 +236,36 @@ class Server:
                 f"{made} starts a child with {method} after `{site.call}` ({site.where()}) "
                 f"initialised CUDA: the child's `{ctx.code(use)}` (line {ctx.line(use)}) raises `Cannot "
                 "re-initialize CUDA in forked subprocess`",
+                fix=_spawn_under_main(ctx, crossing.node),
             )
+
+
+def _spawn_under_main(ctx: FileContext, launch: cst.CSTNode) -> Fix | None:
+    """`mp.set_start_method("spawn")` first under the module's `__main__` guard, for `mp.Process(...)`
+    or `mp.Pool(...)` with `mp` the multiprocessing module, in a file that picks no start method."""
+    if not (isinstance(launch, cst.Call) and isinstance(launch.func, cst.Attribute)):
+        return None
+    module = launch.func.value
+    if not isinstance(module, cst.Name) or ctx.semantic.imports.qualify(module) not in _MULTIPROCESSING:
+        return None
+    if "set_start_method" in ctx.text or "get_context" in ctx.text:
+        return None
+    guard = next(
+        (
+            s
+            for s in ctx.module.body
+            if isinstance(s, cst.If) and is_main_guard(s.test) and isinstance(s.body, cst.IndentedBlock)
+        ),
+        None,
+    )
+    if guard is None:
+        return None
+    row = ctx.positions[guard.body.body[0]].start.line
+    line = source_line(ctx.text, row)
+    indent = line[: len(line) - len(line.lstrip())]
+    code = f'{module.value}.set_start_method("spawn")'
+    edit = Edit(Position(row, 1), Position(row, 1), f"{indent}{code}\n")
+    return Fix((edit,), Applicability.UNSAFE, f"Start children with spawn: `{code}`")
 
 
 def _later_forks(ctx: FileContext, crossing: Crossing) -> list[cst.Call]:

@@ -5,7 +5,7 @@ import libcst as cst
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Position, Severity
 from gpumem_lint.fixes import Applicability, Edit, Fix, line_starts
-from gpumem_lint.rules._boundaries import crossing_text, process_model, start_method_text
+from gpumem_lint.rules._boundaries import crossing_text, is_main_guard, process_model, start_method_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.processes import PROCESS_CROSSING
 from gpumem_lint.semantic.walk import Walker
@@ -201,18 +201,9 @@ def _guarded_nodes(module: cst.Module) -> set[int]:
     """Ids of every node under a top-level `if __name__ == "__main__":`."""
     collector = _AllNodes()
     for statement in module.body:
-        if isinstance(statement, cst.If) and _is_main_guard(statement.test):
+        if isinstance(statement, cst.If) and is_main_guard(statement.test):
             collector.walk(statement.body)
     return collector.ids
-
-
-def _is_main_guard(test: cst.BaseExpression) -> bool:
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return False
-    sides = [test.left, test.comparisons[0].comparator]
-    names = {side.value for side in sides if isinstance(side, cst.Name)}
-    strings = {side.evaluated_value for side in sides if isinstance(side, cst.SimpleString)}
-    return names == {"__name__"} and strings == {"__main__"} and isinstance(test.comparisons[0].operator, cst.Equal)
 
 
 class _AllNodes(Walker):
