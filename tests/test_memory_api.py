@@ -36,3 +36,28 @@ def test_public_counterpart_exists_in_torch(public: str):
 
 def test_integer_fraction_is_rejected_on_the_gpu_machine():
     assert PROBE["set_per_process_memory_fraction(1, 0)"].startswith("TypeError")
+
+
+ACCELERATOR = json.loads((ROOT / "bench" / "gpu" / "accelerator_probe.json").read_text(encoding="utf-8"))
+
+
+def _resolve(torch, dotted: str):
+    target = torch
+    for part in dotted.split(".")[1:]:
+        target = getattr(target, part)
+    return target
+
+
+@pytest.mark.parametrize("name", sorted(API.deprecated_private))
+def test_deprecated_private_function_warns_and_forwards(name: str):
+    torch = pytest.importorskip("torch")
+    assert callable(_resolve(torch, API.deprecated_private[name]))
+    with pytest.warns(FutureWarning, match=API.deprecated_private[name].rsplit(".", 1)[1]):
+        _resolve(torch, name)("expandable_segments:False")
+
+
+@pytest.mark.parametrize("name", sorted(API.deprecated_private))
+def test_deprecated_private_function_warned_on_the_gpu_machine(name: str):
+    record = ACCELERATOR["allocator_settings"][name]
+    assert record["accepted"] and any(w.startswith("FutureWarning") for w in record["warnings"]), record
+    assert ACCELERATOR["allocator_settings"][API.deprecated_private[name]]["exists"]

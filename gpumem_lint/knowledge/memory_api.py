@@ -21,6 +21,8 @@ class MemoryApi:
     device_switches: frozenset[str]
     allocator_swaps: frozenset[str]
     private_to_public: dict[str, str]
+    deprecated_private: dict[str, str]  # a deprecated private function -> what it forwards to
+    deprecated_instead: dict[str, str]  # ... -> what to do instead
     missing_hint: str
     private_names: frozenset[str]  # every torch._C._cuda_* name the stub declares
     private_names_version: str
@@ -37,6 +39,8 @@ def memory_api() -> MemoryApi:
         device_switches=frozenset(data["fraction"]["device_switches"]),
         allocator_swaps=frozenset(data["allocator_swap"]["functions"]),
         private_to_public=dict(data["private_to_public"]),
+        deprecated_private={name: row["forwards_to"] for name, row in data["deprecated_private"].items()},
+        deprecated_instead={name: row["instead"] for name, row in data["deprecated_private"].items()},
         missing_hint=data["missing_hint"]["default"],
         private_names=frozenset(declared["names"]),
         private_names_version=declared["torch_version"],

@@ -1,10 +1,15 @@
+import re
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.knowledge.memory_api import memory_api
+from gpumem_lint.rules._calls import qualified_calls
 from gpumem_lint.rules._private_cuda import BINDING_MODULE, private_cuda_calls
 from gpumem_lint.rules.base import Invalid, Report, Rule
+
+#: The last part of each deprecated private function's name (`_set_allocator_settings`).
+_DEPRECATED = tuple(sorted(name.rsplit(".", 1)[1] for name in memory_api().deprecated_private))
 
 
 class PrivateCudaMemoryApi(Rule):
@@ -14,6 +19,13 @@ class PrivateCudaMemoryApi(Rule):
     `torch.cuda`: `_cuda_emptyCache()`, `_cuda_memoryStats()`, `_cuda_getAllocator()`,
     `_cuda_setMemoryFraction()`, ... Bindings without a public counterpart
     (`_cuda_clearCublasWorkspaces`) are not reported.
+
+    Also flags a private function of `torch.cuda` that torch has deprecated:
+    `torch.cuda.memory._set_allocator_settings(...)` now warns `FutureWarning` and forwards to
+    `torch._C._accelerator_setAllocatorSettings` (measured on torch 2.11.0+cu130 on an H200,
+    `bench/gpu/accelerator_probe.json`, and on the installed torch by `tests/test_memory_api.py`).
+    The table of such functions is `[deprecated_private]` in
+    [`memory_api.toml`](../gpumem_lint/knowledge/memory_api.toml).
 
     ## Why is this bad?
     The bindings skip what the public functions do around them: `torch.cuda.empty_cache()` does
@@ -39,6 +51,9 @@ class PrivateCudaMemoryApi(Rule):
     torch.cuda.empty_cache()
     ```
 
+    For allocator settings, set `PYTORCH_ALLOC_CONF` before torch.cuda initialises; torch has
+    no public function that changes them at run time.
+
     ## Fix safety
     There is no automatic fix: the arguments of a binding and of its public function differ.
 
@@ -51,14 +66,25 @@ class PrivateCudaMemoryApi(Rule):
     severity = Severity.WARNING
     summary = "Private `torch._C._cuda_*` binding used where a public function exists"
     fix_title = "Call the public function in `torch.cuda`"
-    triggers = ("_cuda_",)
-    file_trigger = BINDING_MODULE
+    triggers = ("_cuda_", *_DEPRECATED)
+    file_trigger = re.compile("|".join((BINDING_MODULE.pattern, *_DEPRECATED)))
     VALID = (
         """
 import torch
 
 torch.cuda.empty_cache()
 torch._C._cuda_clearCublasWorkspaces()  # no public equivalent
+""",
+        """
+import os
+
+os.environ["PYTORCH_ALLOC_CONF"] = "expandable_segments:True"
+import torch
+
+def _set_allocator_settings(settings):  # a function of this module, not torch's
+    return settings
+
+_set_allocator_settings("expandable_segments:False")
 """,
     )
     INVALID = (
@@ -71,6 +97,14 @@ torch._C._cuda_emptyCache()
 """,
             (4, 5),
         ),
+        Invalid(
+            """
+import torch
+
+torch.cuda.memory._set_allocator_settings("expandable_segments:False")
+""",
+            (4,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
@@ -82,3 +116,11 @@ torch._C._cuda_emptyCache()
                     f"`{name}` is a private binding that bypasses the checks of its public counterpart",
                     help=f"Use `{public[binding]}`",
                 )
+        deprecated = memory_api().deprecated_private
+        for call, name in qualified_calls(ctx, deprecated.__contains__):
+            yield Report(
+                call,
+                f"`{name}` is a deprecated private function: it warns `FutureWarning` and forwards to "
+                f"`{deprecated[name]}`",
+                help=memory_api().deprecated_instead[name],
+            )
