@@ -300,6 +300,23 @@ PROGRAMS = {
         loss.backward()
         """,
     ),
+    "writes the kernel accepts: through an expanded view, and over an input's memory": (
+        ["--no-static"],
+        """
+        import torch
+
+        bias = torch.zeros(1, 3)
+        rows = bias.expand(4, 3)
+        rows[0] = 5  # trace: GML104 static-check-off
+        m = torch.arange(4.0).view(2, 2)
+        torch.mm(m, m, out=m)  # trace: GML110 static-check-off
+        x = torch.arange(6.0)
+        x[1:].masked_scatter_(torch.ones(5, dtype=torch.bool), x[:-1])  # trace: GML110 static-check-off
+        x.add_(x)
+        x[::2].copy_(x[1::2])
+        print(bias.tolist(), m.tolist(), x.tolist())
+        """,
+    ),
     "tracing stopped by --max-ops": (
         ["--max-ops", "2"],
         """

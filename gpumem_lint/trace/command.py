@@ -158,12 +158,17 @@ def _report(observation, options: TraceOptions, script: str | None) -> bool:
 
 
 def _write(diagnostics, console: Console, options: TraceOptions) -> None:
-    """`check`'s report, but the summary of a run (crossref.summary): what was observed, apart from what was not."""
+    """`check`'s report, with a code frame for each line a finding's story names (report.py), then a verdict per
+    static finding and the summary of a run (crossref.summary): what was observed, apart from what was not."""
     from gpumem_lint.trace.crossref import summary
+    from gpumem_lint.trace.report import render_full, verdicts
 
-    write_report(diagnostics, console, options.output_format, quiet=True)
+    if options.output_format is OutputFormat.FULL:
+        render_full(diagnostics, console)
+    else:
+        write_report(diagnostics, console, options.output_format, quiet=True)
     if not options.quiet and options.output_format in (OutputFormat.FULL, OutputFormat.CONCISE):
-        for line in summary(diagnostics):
+        for line in [*verdicts(diagnostics), *summary(diagnostics)]:
             console.print(line)
 
 

@@ -80,7 +80,8 @@ class FindingLog:
         (a saved tensor's write, before the backward that failed), or it is a finding of its own."""
         earlier = [f for f in self._by_key.values() if f.code == crash.code]
         if earlier:
-            earlier[-1].related.append((FAILED_HERE, crash.site))
+            if crash.site != earlier[-1].site:  # a write the op refused: it failed at the line already named
+                earlier[-1].related.append((FAILED_HERE, crash.site))
         else:
             self.add(crash)
 

@@ -9,6 +9,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -19,6 +21,7 @@ _UNDECLARED_WRITES: dict[str, list[str]] = _TABLE["undeclared_writes"]
 _OVERWRITES = frozenset(_TABLE["overwrites"]["ops"])
 
 OTHER, VIEW, WRITE = 0, 1, 2
+_POINTWISE = getattr(getattr(torch, "Tag", None), "pointwise", None)
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,11 @@ class OpInfo:
     overwrites: bool = False
     #: Undeclared writes happen only when this boolean argument is true (batch norm's `training`).
     only_when: tuple[int, str] | None = None
+    #: Each output element is computed from the same element of its inputs (torch.Tag.pointwise, and copy_): an
+    #: input laid out exactly as the written tensor is read before it is overwritten.
+    elementwise: bool = False
+    #: The schema's argument names, in order (for messages).
+    arguments: tuple[str, ...] = ()
 
 
 #: Keyed by id(): OpOverload.__hash__ is Python code, and overloads live as long as torch (never reused ids).
@@ -64,6 +72,7 @@ def _analyse(func) -> OpInfo:
         if training is not None:
             only_when = (training, "training")
     if written:
+        tags = getattr(func, "tags", ())
         return OpInfo(
             name=name,
             kind=WRITE,
@@ -71,6 +80,8 @@ def _analyse(func) -> OpInfo:
             written_names=tuple(arg_name for _, arg_name in written),
             overwrites=name in _OVERWRITES,
             only_when=only_when,
+            elementwise=name == "aten::copy_" or _POINTWISE in tags,
+            arguments=tuple(argument.name for argument in arguments),
         )
     returns_view = any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
     return OpInfo(name=name, kind=VIEW if returns_view else OTHER)

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import multiprocessing.queues
 import multiprocessing.reduction
+import sys
 from collections.abc import Callable
 
 import torch
@@ -244,16 +245,21 @@ def _track_cuda_events(environment, undo: list) -> None:
 
         _replace(torch._C, "_cuda_getDeviceCount", device_count, undo)
 
-    lazy_init = torch.cuda._lazy_init
+    # `_lazy_init` asks `is_initialized()` first: a hook there has returned before `_lazy_init` raises (a forked
+    # child's "Cannot re-initialize CUDA", a CPU build's "Torch not compiled with CUDA"), so the program's
+    # traceback, which multiprocessing prints itself in a child, holds no frame of ours.
+    is_initialized = torch.cuda.is_initialized
+    lazy_init_code = torch.cuda._lazy_init.__code__
 
-    @functools.wraps(lazy_init)
-    def traced_lazy_init():
-        if not torch.cuda.is_initialized():
+    @functools.wraps(is_initialized)
+    def traced_is_initialized():
+        initialized = is_initialized()
+        if not initialized and sys._getframe(1).f_code is lazy_init_code:
             environment.record("torch_cuda_init")
             environment.cuda_used()
-        return lazy_init()
+        return initialized
 
-    _replace(torch.cuda, "_lazy_init", traced_lazy_init, undo)
+    _replace(torch.cuda, "is_initialized", traced_is_initialized, undo)
 
     if torch.distributed.is_available():
         init_process_group = torch.distributed.init_process_group

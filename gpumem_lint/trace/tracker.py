@@ -19,6 +19,13 @@ Hazard families and when they are confirmed:
 - GML201: an in-place write to a storage after it was sent to another process (and not made shareable on
   purpose with `share_memory_()`); GML202: in a child, an in-place write to a storage its parent sent (not
   during an optimizer step: Hogwild training writes shared parameters by design).
+- GML104: an in-place write into a tensor two of whose elements are one memory location (a stride of 0: an
+  `expand`/`broadcast_to` result), or into a view of one (`b[0] = 0` on an expanded `b`); GML110: a write whose
+  target overlaps the memory of another argument the op reads (`a[1:].copy_(a[:-1])`, `torch.mm(m, m, out=m)`),
+  other than an elementwise op's input laid out exactly as its output (`x.add_(x)`). Both are judged from sizes,
+  strides and storage offsets before the op runs, so a write the kernel accepts (`index_put_`, `mm(out=)`,
+  `masked_scatter_`) is reported as well as one it refuses; torch's own writes (optimizer steps, backward,
+  `load_state_dict`) are not looked at.
 - GML406: `torch.cuda.empty_cache()` called in every optimizer step, at least 3 in a row (judged at the end).
 
 Sampling (`--trace-steps N`): the dispatch hook traces the first N training steps in full, and the forward pass of
@@ -195,6 +202,8 @@ class Tracker:
         if saved and _in_backward() is not None:
             saved.backward_started()
         info = op_info(func)
+        if info.kind == WRITE and not (self.optimizer_depth or self.machinery_depth) and _in_backward() is None:
+            self._check_overlaps(info, args, kwargs)
         if self.pending or self.data_writes or self.watched:
             self._check_reads(info, args, kwargs)
         saving = info.name not in saved.saves_nothing and _grad_enabled() and _needs_grad(args)
@@ -309,25 +318,78 @@ class Tracker:
     # -- writes --------------------------------------------------------------------------------------------
 
     def _on_write(self, info, args, kwargs) -> None:
-        if info.only_when is not None:
-            index, name = info.only_when
-            if not (args[index] if index < len(args) else kwargs.get(name)):
+        for target in _written(info, args, kwargs):
+            self._write_target(info, target)
+
+    # -- overlapping memory (before the op) ----------------------------------------------------------------
+
+    def _check_overlaps(self, info, args, kwargs) -> None:
+        targets = list(_written(info, args, kwargs))
+        if not targets:
+            return
+        for target in targets:
+            self._check_shared_elements(info, target)
+        storages: dict[int, list] = {}
+        for target in targets:
+            try:
+                storages.setdefault(_storage_id(target), []).append(target)
+            except RuntimeError:
+                continue
+        for name, value in _read_arguments(info, args, kwargs):
+            try:
+                written = storages.get(_storage_id(value))
+            except RuntimeError:
+                continue
+            for target in written or ():
+                if info.elementwise and _same_layout(target, value):
+                    continue  # each element is read before it is written: `x.add_(x)`, `x.copy_(x)`
+                if _shares_memory(target, value):
+                    self.log.add(
+                        Finding(
+                            CODES["overlapping-write"],
+                            f"`{_short(info.name)}` writes memory that its input `{name}` also occupies: the op "
+                            "reads elements it has already overwritten, so the result depends on the order in which "
+                            "the kernel visits them",
+                            self.sites.user_site(),
+                        )
+                    )
+                    return
+
+    def _check_shared_elements(self, info, target) -> None:
+        """The target, or a view it was made from, has elements that are one memory location."""
+        expanded, made_at = None, None
+        if _repeats_elements(target):
+            expanded = target
+            alias = self.by_id.get(id(target))
+            made_at = alias.site if alias is not None and alias.ref() is target else None
+        else:
+            alias = self.by_id.get(id(target))
+            if alias is None or alias.ref() is not target:
                 return
-        for index in info.written_positions:
-            if index < len(args):
-                self._write_target(info, args[index])
-        for name in info.written_names:
-            target = kwargs.get(name)
-            if target is not None:
-                self._write_target(info, target)
+            for _ in range(_ANCESTRY_LIMIT):
+                parent = self.by_id.get(alias.parent)
+                tensor = parent.ref() if parent is not None else None
+                if tensor is None or id(tensor) != alias.parent:
+                    return
+                if _repeats_elements(tensor):
+                    expanded, made_at = tensor, parent.site
+                    break
+                alias = parent
+            else:
+                return
+        through = "a tensor" if expanded is target else "a view of a tensor"
+        self.log.add(
+            Finding(
+                CODES["expanded-write"],
+                f"in-place `{_short(info.name)}` writes {through} whose elements share memory (a stride of 0, as "
+                "`expand` and `broadcast_to` make): each write lands in every element that shares its location, "
+                "and in the tensor it was expanded from",
+                self.sites.user_site(),
+                [("expanded", made_at)] if made_at is not None else [],
+            )
+        )
 
     def _write_target(self, info, target) -> None:
-        if isinstance(target, (list, tuple)):
-            for tensor in target:
-                self._write_target(info, tensor)
-            return
-        if not isinstance(target, Tensor):
-            return
         try:
             storage = _storage_id(target)
         except RuntimeError:
@@ -587,6 +649,89 @@ _KIND_WORDS = {
 
 def _short(name: str) -> str:
     return name.split("::", 1)[-1]
+
+
+def _written(info, args, kwargs):
+    """The tensors an op writes (list arguments flattened)."""
+    if info.only_when is not None:
+        index, name = info.only_when
+        if not (args[index] if index < len(args) else kwargs.get(name)):
+            return
+    for index in info.written_positions:
+        if index < len(args):
+            yield from _tensors(args[index])
+    for name in info.written_names:
+        yield from _tensors(kwargs.get(name))
+
+
+def _read_arguments(info, args, kwargs):
+    """(name, tensor) for the tensor arguments an op does not write."""
+    names = info.arguments
+    for index, value in enumerate(args):
+        if index not in info.written_positions:
+            for tensor in _tensors(value):
+                yield (names[index] if index < len(names) else str(index)), tensor
+    for name, value in kwargs.items():
+        if name not in info.written_names:
+            for tensor in _tensors(value):
+                yield name, tensor
+
+
+def _tensors(value):
+    if isinstance(value, Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            if isinstance(item, Tensor):
+                yield item
+
+
+#: Exact element checks enumerate the offsets of tensors up to this size; larger ones are judged by the bounds
+#: alone where those decide, and otherwise not reported.
+_EXACT_LIMIT = 1 << 20
+_CHANNELS_LAST = torch.channels_last
+
+
+def _repeats_elements(tensor) -> bool:
+    """Whether two elements of `tensor` are one memory location."""
+    if tensor.layout != torch.strided or tensor.is_contiguous() or tensor.is_contiguous(memory_format=_CHANNELS_LAST):
+        return False
+    reach = 0  # the largest offset the smaller strides reach
+    for stride, size in sorted((abs(st), n) for n, st in zip(tensor.shape, tensor.stride()) if n > 1):
+        if stride == 0:
+            return True
+        if stride <= reach:
+            return tensor.numel() <= _EXACT_LIMIT and _offsets(tensor).unique().numel() < tensor.numel()
+        reach += (size - 1) * stride
+    return False
+
+
+def _same_layout(a, b) -> bool:
+    return (
+        a.dtype == b.dtype
+        and a.storage_offset() == b.storage_offset()
+        and a.shape == b.shape
+        and a.stride() == b.stride()
+    )
+
+
+def _shares_memory(a, b) -> bool:
+    """Whether some element of `a` and some element of `b` (same storage) are one memory location."""
+    if a.layout != torch.strided or b.layout != torch.strided or not _overlap(a, b):
+        return False
+    if a.is_contiguous() and b.is_contiguous():
+        return True  # dense ranges that intersect
+    if a.element_size() != b.element_size() or max(a.numel(), b.numel()) > _EXACT_LIMIT:
+        return False  # not decided by the bounds alone: not reported
+    return bool(torch.isin(_offsets(a), _offsets(b)).any())
+
+
+def _offsets(tensor):
+    """The storage offset (in elements) of each element of a strided tensor, computed on the CPU."""
+    offsets = torch.tensor([tensor.storage_offset()], dtype=torch.long)
+    for size, stride in zip(tensor.shape, tensor.stride()):
+        offsets = (offsets.unsqueeze(-1) + torch.arange(size, dtype=torch.long) * stride).flatten()
+    return offsets
 
 
 def _overlap(a, b) -> bool:
