@@ -3,7 +3,7 @@ the fix, each in its own Python process under torch.
 
 Before the fix the program raises (or hangs), or prints something other than the example's
 `prints`; after it, the program exits cleanly and prints exactly `prints` when declared. A
-program marked `cuda=True` shows its hazard only on a GPU and is skipped without one.
+program marked `cuda=N` shows its hazard only on N GPUs and is skipped where fewer are present.
 """
 
 from __future__ import annotations
@@ -103,8 +103,8 @@ def _run(source: str, tmp_path, name: str) -> tuple[int | None, str, str]:
 
 @pytest.mark.parametrize("example", _proofs())
 def test_fixed_program_runs_and_the_original_does_not(example, tmp_path):
-    if example.cuda and not torch.cuda.is_available():
-        pytest.skip("the hazard shows only on a GPU")
+    if torch.cuda.device_count() < example.cuda:
+        pytest.skip(f"the hazard shows only on {example.cuda} GPU(s)")
     status, out, err = _run(example.fixed, tmp_path, "fixed")
     assert status == 0, f"the fixed program fails:\n{err[-3000:]}"
     if example.prints is not None:

@@ -40,7 +40,7 @@ class Invalid:
     it is required when the rule offers a fix for the snippet, and must be None otherwise.
     `prints` is what the fixed program writes to stdout (stripped) when it is a whole program
     that runs: the original raises or prints something else (tests/test_fix_proofs.py runs both).
-    `cuda` marks a program whose hazard needs a GPU to show (run only where one is present);
+    `cuda` is how many GPUs the program needs to show its hazard (run only where they are present);
     `standalone=False` one that runs only under a launcher (torchrun's process-group environment).
     """
 
@@ -48,7 +48,7 @@ class Invalid:
     lines: tuple[int, ...]
     fixed: str | None = None
     prints: str | None = None
-    cuda: bool = False
+    cuda: int = 0
     standalone: bool = True
 
 

@@ -179,7 +179,7 @@ if __name__ == "__main__":
     print(p.exitcode)
 """,
             prints="0",
-            cuda=True,
+            cuda=1,
         ),
         Invalid(
             """

@@ -143,7 +143,7 @@ print(torch.cuda.is_available())
 print(torch.cuda.device_count())
 """,
             prints="False\n0",
-            cuda=True,
+            cuda=1,
         ),
         Invalid(
             """

@@ -131,7 +131,7 @@ x = torch.zeros(10, device="cuda")
 print(torch.cuda.get_allocator_backend())
 """,
             prints="cudaMallocAsync",
-            cuda=True,
+            cuda=1,
         ),
         Invalid(
             """
@@ -154,7 +154,7 @@ del x
 print(torch.cuda.memory_reserved() == 0)
 """,
            prints="True",
-            cuda=True,
+            cuda=1,
         ),
     )
 
