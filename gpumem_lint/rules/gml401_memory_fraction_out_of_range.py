@@ -3,7 +3,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.diagnostics import Severity
+from gpumem_lint.diagnostics import Applicability, Severity
+from gpumem_lint.fixes import Fix, replace
 from gpumem_lint.knowledge.memory_api import memory_api
 from gpumem_lint.rules._calls import argument, qualified_calls
 from gpumem_lint.rules.base import Invalid, Report, Rule
@@ -36,7 +37,9 @@ class MemoryFractionOutOfRange(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix: the intended fraction is not known.
+    For the int `0` or `1` the fix writes the float (`1.0`): the intent is plain. It is
+    unsafe only in that the call no longer raises. An out-of-range value has no automatic fix:
+    the intended fraction (`1.5`, `50`: a ratio or a percentage?) is not known.
 
     ## References
     - [`torch.cuda.set_per_process_memory_fraction`](https://docs.pytorch.org/docs/stable/generated/torch.cuda.memory.set_per_process_memory_fraction.html)
@@ -47,6 +50,7 @@ class MemoryFractionOutOfRange(Rule):
     severity = Severity.ERROR
     summary = "`set_per_process_memory_fraction` called with a fraction it rejects"
     fix_title = "Pass a float between 0.0 and 1.0"
+    fix_applicability = Applicability.UNSAFE
     triggers = ("set_per_process_memory_fraction",)
     VALID = (
         """
@@ -67,9 +71,25 @@ def limit(fraction: float):
 import torch
 
 torch.cuda.set_per_process_memory_fraction(1.5, 0)
-torch.cuda.set_per_process_memory_fraction(1, device=0)
 """,
-            (4, 5),
+            (4,),
+        ),
+        Invalid(
+            """
+import torch
+
+torch.cuda.set_per_process_memory_fraction(1, device=0)
+print(torch.cuda.get_per_process_memory_fraction(0))
+""",
+            (4,),
+            fixed="""
+import torch
+
+torch.cuda.set_per_process_memory_fraction(1.0, device=0)
+print(torch.cuda.get_per_process_memory_fraction(0))
+""",
+            prints="1.0",
+            cuda=1,
         ),
     )
 
@@ -83,6 +103,7 @@ torch.cuda.set_per_process_memory_fraction(1, device=0)
                     fraction,
                     f"`{ctx.code(fraction)}` is an int: set_per_process_memory_fraction raises TypeError "
                     '("must be `float`") after initialising torch.cuda',
+                    fix=_as_float(fraction, value),
                 )
             elif isinstance(value, float) and not 0.0 <= value <= 1.0:
                 yield Report(
@@ -90,6 +111,13 @@ torch.cuda.set_per_process_memory_fraction(1, device=0)
                     f"fraction {ctx.code(fraction)} is outside [0, 1]: set_per_process_memory_fraction raises "
                     f'ValueError ("Invalid fraction value: {ctx.code(fraction)}. Allowed range: 0~1")',
                 )
+
+
+def _as_float(fraction: cst.BaseExpression, value: int) -> Fix | None:
+    """`1` -> `1.0`, `0` -> `0.0`; other ints are out of range, and what they meant is not known."""
+    if value not in (0, 1):
+        return None
+    return Fix((replace(fraction, f"{value}.0"),), Applicability.UNSAFE, f"Write `{value}.0`")
 
 
 def _number(node: cst.BaseExpression | None) -> int | float | None:
