@@ -74,3 +74,49 @@ def test_parse_target_version():
     assert parse_target_version("py39") == (3, 9)
     assert parse_target_version("py313") == (3, 13)
     assert parse_target_version("3.13") is None
+
+
+# Every GML2xx rule whose verdict depends on the start method, with a program that launches with the
+# default one: (code, program, message text under fork, message text under forkserver; None: no finding).
+_DEFAULT_LAUNCHES = {
+    "GML203": (
+        "import torch\nimport multiprocessing as mp\n\ndef child(t):\n    print(t.sum())\n\n"
+        "if __name__ == '__main__':\n    t = torch.ones(3).cuda()\n    mp.Process(target=child, args=(t,)).start()\n",
+        "fork",
+        None,
+    ),
+    "GML204": (
+        "import torch\nimport multiprocessing as mp\n\ndef child():\n    torch.ones(1).cuda()\n\n"
+        "if __name__ == '__main__':\n    torch.cuda.is_available()\n    mp.Process(target=child).start()\n",
+        "fork here",
+        None,
+    ),
+    "GML205": (
+        "import torch\nfrom torch.utils.data import DataLoader, Dataset\n\nclass D(Dataset):\n"
+        "    def __getitem__(self, i):\n        return torch.ones(1).cuda()\n\n"
+        "loader = DataLoader(D(), num_workers=2)\n",
+        "forked worker",
+        "its own CUDA context",
+    ),
+    "GML211": (
+        "import torch\nimport multiprocessing as mp\n\ndef child():\n    pass\n\n"
+        "mp.Process(target=child).start()\n",
+        None,
+        "forkserver here",
+    ),
+}
+
+
+@pytest.mark.parametrize("code", sorted(_DEFAULT_LAUNCHES))
+@pytest.mark.parametrize("target", ["py313", "py314"])
+def test_every_start_method_rule_follows_the_target(tmp_path, code, target):
+    program, under_fork, under_forkserver = _DEFAULT_LAUNCHES[code]
+    (tmp_path / "pyproject.toml").write_text(f'[tool.gpumem-lint]\ntarget-version = "{target}"\n')
+    source = tmp_path / "train.py"
+    source.write_text(program)
+    messages = [d.message for d in lint_path(source, str(source), ALL_RULES) if d.code == code]
+    expected = under_forkserver if target == "py314" else under_fork
+    if expected is None:
+        assert not messages, messages
+    else:
+        assert len(messages) == 1 and expected in messages[0], messages

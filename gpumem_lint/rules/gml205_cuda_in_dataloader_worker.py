@@ -4,7 +4,7 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
-from gpumem_lint.rules._boundaries import module_cuda_names, module_datasets
+from gpumem_lint.rules._boundaries import module_cuda_names, module_datasets, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.datasets import WORKER_LOADER, self_attribute
 from gpumem_lint.semantic.devices import CudaUses, cuda_call
@@ -37,7 +37,9 @@ class CudaInDataloaderWorker(Rule):
     F14). Under spawn each worker creates its own CUDA context (hundreds of MB of GPU memory
     per worker) and every batch crosses back as a CUDA IPC handle, which the worker must
     keep alive (F15). PyTorch's documentation advises against returning CUDA tensors from
-    workers.
+    workers. A `DataLoader` without `multiprocessing_context` starts its workers with the
+    module's `set_start_method(...)`, else with the default of the targeted Python: fork on Linux
+    up to 3.13, forkserver from 3.14 (set `target-version`).
 
     Measured on the GPU machine (`bench/gpu/accelerator_probe.json`, torch 2.11.0+cu130, H200),
     with two forked workers after the main process allocated on the GPU: a `collate_fn` calling
@@ -226,10 +228,10 @@ loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worke
             for method in cls.worker_methods().values():
                 calls.walk(method.body)
                 reads.walk(method.body)
-            loader = loaders[0]
-            spawned = all(loader.start_method in ("spawn", "forkserver") for loader in loaders)
             if not (calls.found or reads.found):
                 continue
+            loader = loaders[0]
+            spawned = all(_spawns(ctx, each.start_method) for each in loaders)
             where = f"`DataLoader` at line {ctx.line(loader.node)}"
             if calls.found:
                 call = _first(ctx, calls.found)
@@ -244,7 +246,6 @@ loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worke
                     f"processes ({where}): {_consequence(spawned, made_in_parent=True)}",
                 )
 
-
     def _other_worker_code(self, ctx: FileContext, found) -> Iterator[Report]:
         """collate_fn, worker_init_fn and transforms, and the CUDA tensors a TensorDataset holds."""
         names, imports = module_cuda_names(ctx), ctx.semantic.imports
@@ -255,20 +256,28 @@ loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worke
             if not uses.found or id(call := _first(ctx, uses.found)) in reported:
                 continue
             reported.add(id(call))
-            spawned = code.loader.start_method in ("spawn", "forkserver")
+            spawned = _spawns(ctx, code.loader.start_method)
             where = f"{code.role} `DataLoader` at line {ctx.line(code.loader.node)}"
             consequence = _call_consequence(ctx, call, code.loader.node, spawned)
             yield Report(call, f"`{ctx.code(call)}` runs in DataLoader worker processes ({where}): {consequence}")
         for loader in found.worker_loaders:
-            spawned = loader.start_method in ("spawn", "forkserver")
             for tensor in held_tensors(loader, found, imports):
                 if isinstance(tensor, cst.Call) and cuda_call(tensor, names, imports) and id(tensor) not in reported:
                     reported.add(id(tensor))
+                    spawned = _spawns(ctx, loader.start_method)
                     yield Report(
                         tensor,
                         f"`{ctx.code(tensor)}` is a CUDA tensor held by the TensorDataset that workers index "
                         f"(`DataLoader` at line {ctx.line(loader.node)}): {_held_consequence(spawned)}",
                     )
+
+
+def _spawns(ctx: FileContext, method: str | None) -> bool:
+    """Whether the workers start in a fresh interpreter: `multiprocessing_context="spawn"`, or, without one,
+    the module's `set_start_method(...)` or the default for the target version (forkserver from 3.14)."""
+    if method is None:
+        method = process_model(ctx).default_start_method().name
+    return method in ("spawn", "forkserver")
 
 
 def _call_consequence(ctx: FileContext, call: cst.Call, loader: cst.Call, spawned: bool) -> str:

@@ -75,6 +75,11 @@ class ProcessModel:
             return StartMethod(method)
         return self._module_method
 
+    def default_start_method(self) -> StartMethod:
+        """The start method of a launch that names none (a DataLoader without `multiprocessing_context`):
+        the module's `set_start_method(...)`, else the stdlib default for the target version."""
+        return self._module_method
+
     def pickled(self, crossing: Crossing) -> bool:
         """Whether tensors cross by pickling, which moves a CPU tensor's memory into shared
         memory in place (F12): queues, pipes, pools, spawn and forkserver children. A forked
