@@ -161,6 +161,20 @@ class RotaryCache(nn.Module):
         """
 import torch
 
+def move_to_device(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        for key, value in batch.items():
+            batch[key] = move_to_device(value, device)
+    elif isinstance(batch, list):
+        for i, item in enumerate(batch):
+            batch[i] = move_to_device(item, device)
+    return batch
+""",
+        """
+import torch
+
 def count(total: int, batch):
     total += len(batch)
     return total

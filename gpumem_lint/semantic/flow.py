@@ -153,6 +153,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._init_overlaps()
         self._returned: set[Storage] = set()
         self._return_values: list[Value] = []
+        self._containers: list[str] = []  # places an enclosing `isinstance(x, dict)` test shows to be containers
         self._item_keys: dict[Handle, str | None] = {}  # a container's item -> the literal key it is stored under
 
     # ----------------------------------------------------------------- entry
@@ -216,7 +217,10 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return state
         if isinstance(node, cst.If):
             self._eval(node.test, state)
+            narrowed = _container_checks(node.test)  # `if isinstance(obj, dict):` obj holds items there
+            self._containers.extend(narrowed)
             then = self._block(node.body.body, state.copy())
+            del self._containers[len(self._containers) - len(narrowed) :]
             if node.orelse is None:
                 return then.join(state)
             if isinstance(node.orelse, cst.If):
@@ -520,8 +524,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         # Storing an item reads none of a container's items (`d[k] = t` after `t.zero_()`).
         container = self._eval(target.value, state, record=False)
         self._eval_slices(target, state)
-        if self._is_array(container) and not _keyed_by_string(target):
-            place = dotted_name(target.value)
+        place = dotted_name(target.value)
+        if self._is_array(container) and not _keyed_by_string(target) and place not in self._containers:
             if place is not None:
                 self._record_reads(place, target.value, state)
             partial, index = self._index_extent(target)
@@ -552,7 +556,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         if isinstance(node.target, cst.Subscript):
             container = self._eval(node.target.value, state)
             self._eval_slices(node.target, state)
-            if self._is_array(container) and not _keyed_by_string(node.target):
+            narrowed = dotted_name(node.target.value) in self._containers
+            if self._is_array(container) and not _keyed_by_string(node.target) and not narrowed:
                 partial, index = self._index_extent(node.target)
                 self._write(
                     container, node, "[] " + _operator(node), state, partial=partial, index=index, certain=False
@@ -1068,6 +1073,30 @@ def _formatted_expressions(node) -> list[cst.BaseExpression]:
     if isinstance(node, cst.FormattedString):
         return [part.expression for part in node.parts if isinstance(part, cst.FormattedStringExpression)]
     return []
+
+
+#: Types whose instances hold items and are never tensors: `isinstance(x, dict)` narrows x.
+_CONTAINER_TYPES = frozenset(
+    {"dict", "list", "tuple", "set", "Mapping", "MutableMapping", "Sequence", "MutableSequence", "OrderedDict",
+     "defaultdict", "UserDict", "UserList", "namedtuple"}
+)
+
+
+def _container_checks(test: cst.BaseExpression) -> list[str]:
+    """The places `isinstance(x, dict)` or `isinstance(x, (list, tuple))` (alone or joined by `and`)
+    shows to hold a container."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _container_checks(test.left) + _container_checks(test.right)
+    if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance"):
+        return []
+    if len(test.args) != 2:
+        return []
+    place, types = dotted_name(test.args[0].value), test.args[1].value
+    names = [element.value for element in types.elements] if isinstance(types, cst.Tuple) else [types]
+    kinds = [dotted_name(name) for name in names]
+    if place is None or not kinds or not all(k is not None and k.rsplit(".", 1)[-1] in _CONTAINER_TYPES for k in kinds):
+        return []
+    return [place]
 
 
 def _literal_key(node: cst.Subscript) -> str | None:
