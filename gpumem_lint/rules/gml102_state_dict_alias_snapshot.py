@@ -107,6 +107,33 @@ def checkpoint(model, optimizer, path):
     INVALID = (
         Invalid(
             """
+import torch
+
+model = torch.nn.Linear(1, 1, bias=False)
+torch.nn.init.ones_(model.weight)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+initial = model.state_dict()
+model(torch.ones(1, 1)).sum().backward()
+optimizer.step()
+print(model.weight.item(), initial["weight"].item())
+""",
+            (7,),
+            fixed="""
+import copy
+import torch
+
+model = torch.nn.Linear(1, 1, bias=False)
+torch.nn.init.ones_(model.weight)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+initial = copy.deepcopy(model.state_dict())
+model(torch.ones(1, 1)).sum().backward()
+optimizer.step()
+print(model.weight.item(), initial["weight"].item())
+""",
+            prints='0.5 1.0',
+        ),
+        Invalid(
+            """
 def fit(model, optimizer, loader, epochs):
     best_state, best_loss = None, float("inf")
     for epoch in range(epochs):

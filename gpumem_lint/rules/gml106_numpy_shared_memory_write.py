@@ -100,6 +100,32 @@ def to_image(t: torch.Tensor):
 import numpy as np
 import torch
 
+buffer = np.zeros(2, dtype=np.float32)
+batches = []
+for value in (1.0, 2.0):
+    buffer[:] = value
+    batches.append(torch.from_numpy(buffer))
+print(torch.stack(batches).tolist())
+""",
+            (8,),
+            fixed="""
+import numpy as np
+import torch
+
+buffer = np.zeros(2, dtype=np.float32)
+batches = []
+for value in (1.0, 2.0):
+    buffer[:] = value
+    batches.append(torch.from_numpy(buffer).clone())
+print(torch.stack(batches).tolist())
+""",
+            prints='[[1.0, 1.0], [2.0, 2.0]]',
+        ),
+        Invalid(
+            """
+import numpy as np
+import torch
+
 def load(reader, batch, dim):
     buffer = np.empty((batch, dim), dtype=np.float32)
     batches = []
