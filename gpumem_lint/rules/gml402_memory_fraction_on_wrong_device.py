@@ -1,12 +1,16 @@
 from collections.abc import Iterator
 
+import libcst as cst
+
 from gpumem_lint.context import FileContext
-from gpumem_lint.diagnostics import Severity
+from gpumem_lint.diagnostics import Applicability, Severity
+from gpumem_lint.fixes import Fix, replace
 from gpumem_lint.knowledge.memory_api import memory_api
 from gpumem_lint.rules._calls import argument, qualified_calls
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.multi_gpu import multi_gpu_use
 from gpumem_lint.semantic.program_order import short_code
+from gpumem_lint.semantic.walk import Walker
 
 
 class MemoryFractionOnWrongDevice(Rule):
@@ -42,7 +46,11 @@ class MemoryFractionOnWrongDevice(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix: which device was meant is not known.
+    When the device switched to is a literal index, or a parameter of the function that the
+    function never rebinds (`set_device(local_rank)`), the fix passes it as `device=`: the cap
+    then applies to the device the process goes on to use. It is unsafe: the device that was
+    current when the cap was set is no longer capped. Otherwise there is no automatic fix:
+    which device was meant is not known.
 
     ## References
     - [`torch.cuda.set_per_process_memory_fraction`](https://docs.pytorch.org/docs/stable/generated/torch.cuda.memory.set_per_process_memory_fraction.html)
@@ -53,6 +61,7 @@ class MemoryFractionOnWrongDevice(Rule):
     severity = Severity.WARNING
     summary = "Memory fraction set without `device` before the program switches devices"
     fix_title = "Pass `device=` explicitly, or call it after `torch.cuda.set_device(...)`"
+    fix_applicability = Applicability.UNSAFE
     triggers = ("set_per_process_memory_fraction",)
     VALID = (
         """
@@ -91,8 +100,40 @@ import torch
 def worker(local_rank):
     torch.cuda.set_per_process_memory_fraction(0.4)
     torch.cuda.set_device(local_rank)
+    print(torch.cuda.get_per_process_memory_fraction(local_rank))
+
+worker(1)
 """,
             (5,),
+            fixed="""
+import torch
+
+def worker(local_rank):
+    torch.cuda.set_per_process_memory_fraction(0.4, device=local_rank)
+    torch.cuda.set_device(local_rank)
+    print(torch.cuda.get_per_process_memory_fraction(local_rank))
+
+worker(1)
+""",
+            prints="0.4",
+            cuda=2,
+        ),
+        Invalid(
+            """
+import torch
+
+def worker(local_rank):
+    torch.cuda.set_per_process_memory_fraction(0.4)
+    torch.cuda.set_device(local_rank)
+""",
+            (5,),
+            fixed="""
+import torch
+
+def worker(local_rank):
+    torch.cuda.set_per_process_memory_fraction(0.4, device=local_rank)
+    torch.cuda.set_device(local_rank)
+""",
         ),
         Invalid(
             """
@@ -128,6 +169,7 @@ def replicate(model):
                     call,
                     f"without `device`, the cap applies to the current device, and `{switch.call}` at "
                     f"{switch.where()} then switches to another one, which stays uncapped",
+                    fix=_device_of(ctx, call, switch.call) if switch.via is None else None,
                 )
                 continue
             several = ctx.shared(_multi_gpu_use)
@@ -141,3 +183,78 @@ def replicate(model):
 
 def _multi_gpu_use(ctx: FileContext):
     return multi_gpu_use(ctx.module, ctx.program_order.imports)
+
+
+def _device_of(ctx: FileContext, call: cst.Call, switch: str) -> Fix | None:
+    """`device=<the index set_device switches to>`, when that is a literal or an unchanged parameter."""
+    try:
+        switched = cst.parse_expression(switch)
+    except cst.ParserSyntaxError:
+        return None
+    if not isinstance(switched, cst.Call) or len(switched.args) != 1 or switched.args[0].keyword is not None:
+        return None
+    device = switched.args[0].value
+    if not (isinstance(device, cst.Integer) or isinstance(device, cst.Name) and _steady_parameter(ctx, call, device)):
+        return None
+    args = [*call.args[:-1], call.args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))]
+    keyword = cst.Arg(
+        value=device,
+        keyword=cst.Name("device"),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    code = f"device={cst.Module(body=[]).code_for_node(device)}"
+    return Fix((replace(call, call.with_changes(args=[*args, keyword])),), Applicability.UNSAFE, f"Pass `{code}`")
+
+
+def _steady_parameter(ctx: FileContext, call: cst.Call, name: cst.Name) -> bool:
+    """`name` is a parameter of the function holding `call`, and nothing in it assigns `name`."""
+    row = ctx.positions[call].start.line
+    holders = [
+        f
+        for f in _functions(ctx.module)
+        if ctx.positions[f].start.line < row <= ctx.positions[f].end.line
+    ]
+    if not holders:
+        return False
+    function = holders[-1]  # the innermost
+    if name.value not in {p.name.value for p in function.params.params}:
+        return False
+    assigned = _AssignedNames()
+    assigned.walk(function.body)
+    return name.value not in assigned.names
+
+
+def _functions(module: cst.Module) -> list[cst.FunctionDef]:
+    found = _Functions()
+    found.walk(module)
+    return found.functions
+
+
+class _Functions(Walker):
+    def __init__(self) -> None:
+        self.functions: list[cst.FunctionDef] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node)
+
+
+class _AssignedNames(Walker):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.names.update(n.value for n in _names(node.target))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.names.update(n.value for n in _names(node.target))
+
+    def visit_For(self, node: cst.For) -> None:
+        self.names.update(n.value for n in _names(node.target))
+
+
+def _names(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for element in target.elements for n in _names(element.value)]
+    return []
