@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from functools import cache
 
@@ -81,8 +82,21 @@ def _methods_with_twin() -> frozenset[str]:
 
 
 def _is_statement(ctx: FileContext, node: cst.Call, keyword: str = "") -> bool:
-    """The call is the whole statement on its line, so its result is not used (with `keyword`
-    "return ": the statement returns it)."""
+    """The call is the whole statement on its line (a comment may follow), so its result is not used
+    (with `keyword` "return ": the statement returns it)."""
+    return is_statement(ctx, node, ast.Return if keyword else ast.Expr)
+
+
+def is_statement(ctx: FileContext, node: cst.CSTNode, kind: type[ast.stmt] = ast.Expr) -> bool:
+    """`node` is the value of the one statement of kind `kind` on its line (`f(x)  # note`)."""
     span = ctx.positions[node]
-    line = source_line(ctx.text, span.start.line)
-    return span.start.line == span.end.line and line.strip() == keyword + ctx.code(node).strip()
+    if span.start.line != span.end.line:
+        return False
+    line = source_line(ctx.text, span.start.line).strip()
+    try:
+        body = ast.parse(line).body
+    except SyntaxError:
+        return False
+    if len(body) != 1 or not isinstance(body[0], kind) or body[0].value is None:
+        return False
+    return ast.get_source_segment(line, body[0].value) == ctx.code(node).strip()

@@ -1,10 +1,14 @@
 import re
 from collections.abc import Iterator
 
+import libcst as cst
+
 from gpumem_lint.context import FileContext
-from gpumem_lint.diagnostics import Severity
+from gpumem_lint.diagnostics import Applicability, Severity
+from gpumem_lint.fixes import Fix, replace
 from gpumem_lint.knowledge.memory_api import memory_api
 from gpumem_lint.rules._calls import qualified_calls
+from gpumem_lint.rules._out_of_place_fix import is_statement
 from gpumem_lint.rules._private_cuda import BINDING_MODULE, private_cuda_calls
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
@@ -55,7 +59,11 @@ class PrivateCudaMemoryApi(Rule):
     no public function that changes them at run time.
 
     ## Fix safety
-    There is no automatic fix: the arguments of a binding and of its public function differ.
+    For a binding called with no arguments as a statement of its own (its result unused), the
+    fix calls the public function of the knowledge table instead (`torch._C._cuda_init()` ->
+    `torch.cuda.init()`). It is unsafe: the public function does more (lazy initialisation,
+    checks), which is the point. Other calls have no automatic fix: the arguments and results of
+    a binding and of its public function differ.
 
     ## References
     - [`torch.cuda` memory management](https://docs.pytorch.org/docs/stable/cuda.html#memory-management)
@@ -66,6 +74,7 @@ class PrivateCudaMemoryApi(Rule):
     severity = Severity.WARNING
     summary = "Private `torch._C._cuda_*` binding used where a public function exists"
     fix_title = "Call the public function in `torch.cuda`"
+    fix_applicability = Applicability.UNSAFE
     triggers = ("_cuda_", *_DEPRECATED)
     file_trigger = re.compile("|".join((BINDING_MODULE.pattern, *_DEPRECATED)))
     VALID = (
@@ -92,10 +101,33 @@ _set_allocator_settings("expandable_segments:False")
             """
 import torch
 
+torch._C._cuda_init()
+print(torch.cuda.is_initialized())
+""",
+            (4,),
+            fixed="""
+import torch
+
+torch.cuda.init()
+print(torch.cuda.is_initialized())
+""",
+            prints="True",
+            cuda=1,
+        ),
+        Invalid(
+            """
+import torch
+
 stats = torch._C._cuda_memoryStats(0)
 torch._C._cuda_emptyCache()
 """,
             (4, 5),
+            fixed="""
+import torch
+
+stats = torch._C._cuda_memoryStats(0)
+torch.cuda.empty_cache()
+""",
         ),
         Invalid(
             """
@@ -115,6 +147,7 @@ torch.cuda.memory._set_allocator_settings("expandable_segments:False")
                     call,
                     f"`{name}` is a private binding that bypasses the checks of its public counterpart",
                     help=f"Use `{public[binding]}`",
+                    fix=_public_statement(ctx, call, public[binding]),
                 )
         deprecated = memory_api().deprecated_private
         for call, name in qualified_calls(ctx, deprecated.__contains__):
@@ -124,3 +157,15 @@ torch.cuda.memory._set_allocator_settings("expandable_segments:False")
                 f"`{deprecated[name]}`",
                 help=memory_api().deprecated_instead[name],
             )
+
+
+def _public_statement(ctx: FileContext, call: cst.Call, public: str) -> Fix | None:
+    """The public call for a binding called alone on its line with no arguments, when the table's
+    public equivalent is itself a call without arguments (`torch.cuda.init()`)."""
+    torch = ctx.semantic.imports.local_name("torch")
+    if call.args or torch is None or not is_statement(ctx, call):
+        return None
+    if not re.fullmatch(r"torch(\.\w+)+\(\)", public):
+        return None
+    code = torch + public.removeprefix("torch")
+    return Fix((replace(call, code),), Applicability.UNSAFE, f"Call `{code}`")
