@@ -68,6 +68,34 @@ print(modes)
 """
 
 
+WORKER = """
+import torch
+from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+
+class Items(torch.utils.data.Dataset):
+    def __len__(self):
+        return 60
+
+    def __getitem__(self, index):
+        value = torch.zeros(1)
+        for _ in range(50):  # operators, so that a worker looks for the end of the sample
+            value = value + 1
+        return torch.tensor(type(_get_current_dispatch_mode()).__name__ == "StorageMode")
+
+
+if __name__ == "__main__":
+    model = torch.nn.Linear(1, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    traced_in_worker = []
+    for traced in torch.utils.data.DataLoader(Items(), batch_size=1, num_workers=1):
+        traced_in_worker.append(bool(traced))
+        model(torch.ones(1, 1)).sum().backward()
+        optimizer.step()
+    print([traced_in_worker[0], traced_in_worker[-1]])
+"""
+
+
 def trace(tmp_path, source: str, *options: str):
     script = tmp_path / "program.py"
     script.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
@@ -108,3 +136,9 @@ def test_without_an_optimizer_a_step_is_a_backward_call(tmp_path):
 def test_with_an_optimizer_accumulated_backward_calls_are_one_step(tmp_path):
     done, _, _ = trace(tmp_path, ACCUMULATION, "--trace-steps", "1")
     assert modes(done) == ["StorageMode"] * 4 + ["NoneType"] * 2, done.stderr
+
+
+def test_a_worker_stops_tracing_once_the_parents_sample_ended(tmp_path):
+    done, plain, _ = trace(tmp_path, WORKER, "--trace-steps", "1")
+    assert done.stdout.splitlines()[-1] == "[True, False]", done.stderr
+    assert plain.stdout.splitlines()[-1] == "[False, False]"

@@ -189,6 +189,7 @@ def _track_process_crossings(tracker: Tracker, undo: list) -> None:
 
     @functools.wraps(original_put)
     def put(self, obj, *args, **kwargs):
+        tracker.settle()  # outside any dispatch: where a worker whose tracing stopped takes the mode off
         # The feeder thread pickles later, where no user frame is on the stack: note the site now.
         if tracker.active:
             _guarded(tracker, lambda: tracker.on_crossing(_tensors_in(obj), tracker.sites.user_site()))

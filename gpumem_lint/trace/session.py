@@ -79,6 +79,8 @@ class Session:
                 tracker.deadline = time.monotonic() + self.max_seconds
             tracker.in_child = self.is_child
             tracker.on_stop = self._tracing_stopped
+            if self.max_steps is not None:
+                tracker.sample_over = self.records / "sample-over"
             patches.install(tracker, self.environment)  # for the rest of the run: never undone
             self.mode = StorageMode(tracker)
             self.mode.__enter__()  # stays on this thread's mode stack until tracing stops
@@ -94,6 +96,12 @@ class Session:
         if _get_current_dispatch_mode() is self.mode:
             self.mode.__exit__(None, None, None)
         self.sites.stop_following()
+        tracker = self.tracker
+        if tracker is not None and tracker.stopped_by == "--trace-steps" and not tracker.in_child:
+            try:
+                tracker.sample_over.touch()
+            except OSError:
+                pass  # workers trace on; their findings stay true
 
     def on_uncaught(self, error: BaseException) -> None:
         """The program ends with `error`: when a hazard explains it, that is a finding (crashes.py)."""

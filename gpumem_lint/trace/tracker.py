@@ -31,7 +31,8 @@ Hazard families and when they are confirmed:
 Sampling (`--trace-steps N`): the dispatch hook traces the first N training steps in full, and the forward pass of
 the next one (where a snapshot taken before an optimizer step is read). A step is an optimizer step once the program
 has made an optimizer, else a backward call (a hand-written update). Tracing ends when the next backward starts;
-`on_stop` then takes the dispatch mode off (outside any dispatch), and the program runs at full speed. What stays on
+`on_stop` then takes the dispatch mode off (outside any dispatch), and the program runs at full speed. Child
+processes stop when they see that the parent's sample ended (`sample_over`), at their next queue put. What stays on
 is what costs nothing per operator: the environment, fork and launch hooks (GML2xx, GML3xx), optimizer steps and
 `empty_cache()` calls (GML406), and the exception the program dies of.
 """
@@ -48,6 +49,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from gpumem_lint.trace.codes import CODES
 from gpumem_lint.trace.findings import Finding, FindingLog
+from gpumem_lint.trace.ops import _CACHE as _OP_INFO
 from gpumem_lint.trace.ops import OTHER, VIEW, WRITE, op_info
 from gpumem_lint.trace.saved import SavedTensors
 from gpumem_lint.trace.sites import Site, SiteFinder
@@ -158,6 +160,9 @@ class Tracker:
         self.failed = False
         self.optimizer_made = False
         self.backward_calls = 0
+        #: With --trace-steps: a file the first process creates when its sample ends (a Path), which child
+        #: processes (DataLoader workers, that take no steps of their own) look for every 1024 operators.
+        self.sample_over = None
         self.deadline: float | None = None
         #: The option whose limit ended tracing early, for the report's statuses.
         self.stopped_by: str | None = None
@@ -188,7 +193,8 @@ class Tracker:
     # -- the dispatch hook's two halves -------------------------------------------------------------------
 
     def before(self, func, args, kwargs):
-        """What `after` needs to know of this op, or None when it needs nothing."""
+        """What `after` needs to know of this op, or None when it needs nothing. The common case (an op that
+        neither writes nor makes a view nor saves for backward) costs a few attribute and dictionary lookups."""
         self.ops += 1
         if self.max_ops is not None and self.ops > self.max_ops:
             self.stop("--max-ops")
@@ -196,25 +202,33 @@ class Tracker:
         if self.deadline is not None and not self.ops & 255 and time.monotonic() > self.deadline:
             self.stop("--max-seconds")
             return None
+        if self.sample_over is not None and self.in_child and not self.ops & 1023 and self.sample_over.exists():
+            self.stop("--trace-steps")  # the parent's sample ended: a worker stops too (settled at its next put)
+            return None
         saved = self.saved
         if saved.fresh:
             saved.read_fresh()
-        if saved and _in_backward() is not None:
+        backward = _in_backward() is not None
+        if backward and saved:
             saved.backward_started()
-        info = op_info(func)
-        if info.kind == WRITE and not (self.optimizer_depth or self.machinery_depth) and _in_backward() is None:
-            self._check_overlaps(info, args, kwargs)
+        info = _OP_INFO.get(id(func)) or op_info(func)
+        targets = None
+        if info.kind == WRITE:
+            targets = _written(info, args, kwargs)
+            if not (backward or self.optimizer_depth or self.machinery_depth) and targets:
+                self._check_overlaps(info, targets, args, kwargs)
         if self.pending or self.data_writes or self.watched:
             self._check_reads(info, args, kwargs)
         saving = info.name not in saved.saves_nothing and _grad_enabled() and _needs_grad(args)
-        return None if info.kind == OTHER and not saving else (info, saving)
+        return None if info.kind == OTHER and not saving else (info, saving, targets)
 
     def after(self, step, args, kwargs, out) -> None:
-        info, saving = step
+        info, saving, targets = step
         if info.kind == VIEW:
             self._register_views(info, args, out)
-        elif info.kind == WRITE:
-            self._on_write(info, args, kwargs)
+        elif targets:
+            for target in targets:
+                self._write_target(info, target)
         if saving:
             self.saved.op_returned(out, info.name, self.sites.user_site())
 
@@ -317,16 +331,9 @@ class Tracker:
 
     # -- writes --------------------------------------------------------------------------------------------
 
-    def _on_write(self, info, args, kwargs) -> None:
-        for target in _written(info, args, kwargs):
-            self._write_target(info, target)
-
     # -- overlapping memory (before the op) ----------------------------------------------------------------
 
-    def _check_overlaps(self, info, args, kwargs) -> None:
-        targets = list(_written(info, args, kwargs))
-        if not targets:
-            return
+    def _check_overlaps(self, info, targets: list, args, kwargs) -> None:
         for target in targets:
             self._check_shared_elements(info, target)
         storages: dict[int, list] = {}
@@ -651,39 +658,45 @@ def _short(name: str) -> str:
     return name.split("::", 1)[-1]
 
 
-def _written(info, args, kwargs):
+def _written(info, args, kwargs) -> list:
     """The tensors an op writes (list arguments flattened)."""
     if info.only_when is not None:
         index, name = info.only_when
         if not (args[index] if index < len(args) else kwargs.get(name)):
-            return
+            return []
+    found = []
     for index in info.written_positions:
         if index < len(args):
-            yield from _tensors(args[index])
-    for name in info.written_names:
-        yield from _tensors(kwargs.get(name))
+            _add_tensors(found, args[index])
+    if kwargs:
+        for name in info.written_names:
+            _add_tensors(found, kwargs.get(name))
+    return found
 
 
-def _read_arguments(info, args, kwargs):
+def _read_arguments(info, args, kwargs) -> list:
     """(name, tensor) for the tensor arguments an op does not write."""
-    names = info.arguments
+    names, found = info.arguments, []
     for index, value in enumerate(args):
         if index not in info.written_positions:
-            for tensor in _tensors(value):
-                yield (names[index] if index < len(names) else str(index)), tensor
+            if isinstance(value, Tensor):
+                found.append((names[index] if index < len(names) else str(index), value))
+            elif isinstance(value, (list, tuple)):
+                found.extend((names[index] if index < len(names) else str(index), item) for item in value
+                             if isinstance(item, Tensor))
     for name, value in kwargs.items():
         if name not in info.written_names:
-            for tensor in _tensors(value):
-                yield name, tensor
+            tensors: list = []
+            _add_tensors(tensors, value)
+            found.extend((name, tensor) for tensor in tensors)
+    return found
 
 
-def _tensors(value):
+def _add_tensors(found: list, value) -> None:
     if isinstance(value, Tensor):
-        yield value
+        found.append(value)
     elif isinstance(value, (list, tuple)):
-        for item in value:
-            if isinstance(item, Tensor):
-                yield item
+        found.extend(item for item in value if isinstance(item, Tensor))
 
 
 #: Exact element checks enumerate the offsets of tensors up to this size; larger ones are judged by the bounds
