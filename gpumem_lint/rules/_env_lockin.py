@@ -17,6 +17,7 @@ import libcst as cst
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Applicability, Edit, Fix, Position
 from gpumem_lint.knowledge.lockin import Variable, lockin_table
+from gpumem_lint.rules._bindings import bound_names
 from gpumem_lint.rules._test_files import is_test_file
 from gpumem_lint.rules.base import Report
 from gpumem_lint.semantic.env_writes import (
@@ -98,49 +99,79 @@ def remedy(row: Variable) -> str:
 
 
 def _move_above_import(ctx: FileContext, write: EnvWrite, site: Site) -> Fix | None:
-    """Move a one-line write of a literal above the statement of its block that runs the locking event
-    (`import torch`, the first CUDA call, `init_process_group`), when `os` is imported before that.
-    Unsafe: whatever ran in between no longer sees the old value."""
-    if site.via is not None or string_value(write.value) is None:
+    """Move the write's statement above the statement of its block that runs the locking event
+    (`import torch`, the first CUDA call, `init_process_group`): a one-line write, or an `if` with no
+    `else` that holds only environment writes (`if args.debug: os.environ[...] = "1"`), when nothing
+    in between binds a name it reads and `os` is imported above. Unsafe: whatever ran in between no
+    longer sees the old value."""
+    if site.via is not None:
         return None
-    found = _block_of(ctx.module.body, write.node)
-    if found is None:
+    path = _path_to(ctx.module.body, write.node)
+    if path is None:
         return None  # not a statement of its own
-    block, index = found
+    env_nodes = {id(w.node) for w in ctx.shared(_writes)}
     positions = ctx.positions
-    line = block[index]
-    row = positions[line].start.line
-    if positions[line].end.line != row:
+    block, index = path[-1]
+    if positions[block[index]].start.line != positions[block[index]].end.line:
         return None
-    locking = next(
-        (s for s in block[:index] if positions[s].start.line <= site.line <= positions[s].end.line), None
-    )
+    for outer_block, outer_index in reversed(path[:-1]):  # an `if` made only of environment writes
+        if (locking := _locking(ctx, block, index, site)) is not None:
+            break
+        holder = outer_block[outer_index]
+        if not (isinstance(holder, cst.If) and holder.orelse is None and _only_env_writes(holder, env_nodes)):
+            return None
+        block, index = outer_block, outer_index
+    else:
+        locking = _locking(ctx, block, index, site)
     if locking is None:
         return None  # the event runs in another block: in a caller, or around this one
+    moved = block[index]
     above = positions[locking].start.line
     if not any(_binds_environ(s, ctx) and positions[s].start.line < above for s in ctx.module.body):
         return None  # `os` must already be imported where the write moves to
-    text = ctx.text.splitlines(keepends=True)[row - 1]
+    skipped = block[block.index(locking) : index]
+    if _loaded_names(moved) & set().union(*(bound_names(s) for s in skipped)):
+        return None  # it reads a name that the statements it moves above bind
+    start, end = positions[moved].start.line, positions[moved].end.line
+    text = "".join(ctx.text.splitlines(keepends=True)[start - 1 : end])
     return Fix(
         (
             Edit(Position(above, 1), Position(above, 1), text if text.endswith("\n") else text + "\n"),
-            Edit(Position(row, 1), Position(row + 1, 1), ""),
+            Edit(Position(start, 1), Position(end + 1, 1), ""),
         ),
         Applicability.UNSAFE,
         f"Move the write above `{site.call}`",
     )
 
 
-def _block_of(body, node: cst.CSTNode) -> tuple[list, int] | None:
-    """The statements of the block whose one-statement line is `node`, and its index there."""
+def _locking(ctx: FileContext, block: list, index: int, site: Site) -> cst.CSTNode | None:
+    """The statement before `block[index]` whose lines hold the locking event."""
+    positions = ctx.positions
+    return next((s for s in block[:index] if positions[s].start.line <= site.line <= positions[s].end.line), None)
+
+
+def _only_env_writes(statement: cst.If, env_nodes: set[int]) -> bool:
+    return all(
+        isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and id(_written(line.body[0])) in env_nodes
+        for line in statement.body.body
+    )
+
+
+def _written(small: cst.BaseSmallStatement) -> cst.CSTNode:
+    """What an environment write's node is: the assignment itself, or the call of an expression statement."""
+    return small.value if isinstance(small, cst.Expr) else small
+
+
+def _path_to(body, node: cst.CSTNode) -> list[tuple[list, int]] | None:
+    """(block, index) from the module down to the one-statement line whose statement is `node`."""
     for index, statement in enumerate(body):
         if isinstance(statement, cst.SimpleStatementLine):
-            if len(statement.body) == 1 and statement.body[0] is node:
-                return list(body), index
+            if len(statement.body) == 1 and _written(statement.body[0]) is node:
+                return [(list(body), index)]
             continue
         for child in _blocks(statement):
-            if (found := _block_of(child, node)) is not None:
-                return found
+            if (found := _path_to(child, node)) is not None:
+                return [(list(body), index), *found]
     return None
 
 
@@ -151,6 +182,20 @@ def _blocks(statement: cst.CSTNode):
             yield child.body
         elif not isinstance(child, cst.BaseExpression):
             yield from _blocks(child)
+
+
+def _loaded_names(node: cst.CSTNode) -> set[str]:
+    names = _Names()
+    names.walk(node)
+    return names.found
+
+
+class _Names(Walker):
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.add(node.value)
 
 
 def _binds_environ(statement: cst.CSTNode, ctx: FileContext) -> bool:

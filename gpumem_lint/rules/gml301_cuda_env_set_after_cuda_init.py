@@ -65,10 +65,12 @@ class CudaEnvSetAfterCudaInit(Rule):
     with `torch.cuda.set_device(i)`.
 
     ## Fix safety
-    For a one-line write of a literal, the fix moves it above the statement of the same block
-    that initialised CUDA (`torch.cuda.is_available()`, the first `.cuda()`) (when `os` is imported before that statement). It is unsafe: code between the
-    two lines then sees the new value too, and the earlier CUDA calls see the devices it selects. A write locked in another block (by a function
-    it calls, or the `if` around it) or by another file has no automatic fix.
+    The fix moves the write above the statement of the same block that initialised CUDA
+    (`torch.cuda.is_available()`, the first `.cuda()`): a one-line write, or an `if` without
+    `else` that holds only environment writes, when nothing in between binds a name it reads and
+    `os` is imported above. It is unsafe: code in between then sees the new value too, and the
+    earlier CUDA calls see the devices it selects. A write locked in another block (inside a
+    function it calls) or by another file has no automatic fix.
 
     ## References
     - [CUDA environment variables](https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/environment-variables.html)
@@ -129,6 +131,40 @@ count = torch._C._cuda_getDeviceCount()  # noqa: GML405
 import os
 import torch
 
+def main(args):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.gpus:
+        os.environ["CUDA_VISIBLE_DEVICES"] = args.gpus
+    model = Net().to(device)
+""",
+            (8,),
+            fixed="""
+import os
+import torch
+
+def main(args):
+    if args.gpus:
+        os.environ["CUDA_VISIBLE_DEVICES"] = args.gpus
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = Net().to(device)
+""",
+        ),
+        Invalid(
+            """
+import os
+import torch
+
+def main(args):
+    gpus = args.gpus if torch.cuda.is_available() else ""
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpus
+""",
+            (7,),
+        ),
+        Invalid(
+            """
+import os
+import torch
+
 print(torch.cuda.is_available())
 os.environ["CUDA_VISIBLE_DEVICES"] = ""
 print(torch.cuda.device_count())
@@ -156,6 +192,15 @@ def main(args):
     model = Net().to(device)
 """,
             (7,),
+            fixed="""
+import os
+import torch
+
+def main(args):
+    os.environ["CUDA_VISIBLE_DEVICES"] = args.gpus
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = Net().to(device)
+""",
         ),
         Invalid(
             """

@@ -40,10 +40,13 @@ class ThreadEnvSetAfterTorchImport(Rule):
     or set the variable before `import torch`, or in the launcher.
 
     ## Fix safety
-    For a one-line write of a literal, the fix moves it above the `import torch` of the same
-    block (when `os` is imported before that). It is unsafe: code between the two lines,
-    including what the imports run, then sees the new value too. `torch.set_num_threads` is not offered as a fix: it
-    does not change what other libraries (numpy's BLAS) read from the variable.
+    The fix moves the write above the statement of the same block that imports torch: a one-line
+    write, or an `if` without `else` that holds only environment writes, when nothing in between
+    binds a name it reads and `os` is imported above. It is unsafe: code in between then sees
+    the new value too, including what the imports run. A write locked in another block (inside a
+    function it calls) or by another file has no automatic fix. `torch.set_num_threads` is not
+    offered as a fix: it does not change what other libraries (numpy's BLAS) read from the
+    variable.
 
     ## References
     - [`torch.set_num_threads`](https://docs.pytorch.org/docs/stable/generated/torch.set_num_threads.html)

@@ -38,10 +38,11 @@ class DistributedEnvSetAfterInit(Rule):
     or set it in the launcher (`NCCL_DEBUG=INFO torchrun ...`).
 
     ## Fix safety
-    For a one-line write of a literal, the fix moves it above the statement of the same block
-    that created the process group or its first communicator (when `os` is imported before that statement). It is unsafe: code between the
-    two lines then sees the new value too. A write locked in another block (by a function
-    it calls, or the `if` around it) or by another file has no automatic fix.
+    The fix moves the write above the statement of the same block that created the process group
+    or its first communicator: a one-line write, or an `if` without `else` that holds only
+    environment writes, when nothing in between binds a name it reads and `os` is imported
+    above. It is unsafe: code in between then sees the new value too. A write locked in another
+    block (inside a function it calls) or by another file has no automatic fix.
 
     ## References
     - [NCCL environment variables](https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html)

@@ -50,10 +50,13 @@ class CompilerEnvSetAfterCompile(Rule):
     or set the variable before the first `torch.compile(...)`, or in the launcher.
 
     ## Fix safety
-    For a one-line write of a literal, the fix moves it above the statement of the same block
-    that first read the compiler's configuration (`torch.compile(...)`, an import of `torch._inductor`) (when `os` is imported before that statement). It is unsafe: code between the
-    two lines then sees the new value too; setting the option in `torch.compile(...)`'s arguments or in `torch._inductor.config` instead is a choice the rule cannot make. A write locked in another block (by a function
-    it calls, or the `if` around it) or by another file has no automatic fix.
+    The fix moves the write above the statement of the same block that first read the compiler's
+    configuration (`torch.compile(...)`, an import of `torch._inductor`): a one-line write, or
+    an `if` without `else` that holds only environment writes, when nothing in between binds a
+    name it reads and `os` is imported above. It is unsafe: code in between then sees the new
+    value too. A write locked in another block (inside a function it calls) or by another file
+    has no automatic fix. Setting the option in `torch.compile(...)`'s arguments or in
+    `torch._inductor.config` instead is a choice the rule cannot make.
 
     ## References
     - [`torch.compile`](https://docs.pytorch.org/docs/stable/generated/torch.compile.html)

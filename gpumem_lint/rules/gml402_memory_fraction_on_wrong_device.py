@@ -6,6 +6,7 @@ from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Applicability, Severity
 from gpumem_lint.fixes import Fix, replace
 from gpumem_lint.knowledge.memory_api import memory_api
+from gpumem_lint.rules._bindings import bound_names
 from gpumem_lint.rules._calls import argument, qualified_calls
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.multi_gpu import multi_gpu_use
@@ -219,9 +220,7 @@ def _steady_parameter(ctx: FileContext, call: cst.Call, name: cst.Name) -> bool:
     function = holders[-1]  # the innermost
     if name.value not in {p.name.value for p in function.params.params}:
         return False
-    assigned = _AssignedNames()
-    assigned.walk(function.body)
-    return name.value not in assigned.names
+    return name.value not in bound_names(function.body)
 
 
 def _functions(module: cst.Module) -> list[cst.FunctionDef]:
@@ -237,24 +236,3 @@ class _Functions(Walker):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions.append(node)
 
-
-class _AssignedNames(Walker):
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self.names.update(n.value for n in _names(node.target))
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.names.update(n.value for n in _names(node.target))
-
-    def visit_For(self, node: cst.For) -> None:
-        self.names.update(n.value for n in _names(node.target))
-
-
-def _names(target: cst.BaseExpression) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for element in target.elements for n in _names(element.value)]
-    return []
