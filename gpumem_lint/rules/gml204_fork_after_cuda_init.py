@@ -81,7 +81,7 @@ class ForkAfterCudaInit(Rule):
     ## Fix safety
     The fix selects spawn as the first statement under `if __name__ == "__main__":`
     (`mp.set_start_method("spawn")`), for a launch through the `multiprocessing` module in a
-    file that has such a guard and chooses no start method yet. It is unsafe: spawn children
+    file that has such a guard and sets no start method yet. It is unsafe: spawn children
     re-import the main module and receive their target and arguments pickled, so a lambda or
     nested function, a lock or queue made before the call, or unguarded top-level work breaks
     or runs again. Setting `PYTORCH_NVML_BASED_CUDA_CHECK=1` makes `is_available()` safe, not
@@ -242,14 +242,14 @@ class Server:
 
 def _spawn_under_main(ctx: FileContext, launch: cst.CSTNode) -> Fix | None:
     """`mp.set_start_method("spawn")` first under the module's `__main__` guard, for `mp.Process(...)`
-    or `mp.Pool(...)` with `mp` the multiprocessing module, in a file that picks no start method."""
+    or `mp.Pool(...)` with `mp` the multiprocessing module, in a file that sets no start method."""
     if not (isinstance(launch, cst.Call) and isinstance(launch.func, cst.Attribute)):
         return None
     module = launch.func.value
     if not isinstance(module, cst.Name) or ctx.semantic.imports.qualify(module) not in _MULTIPROCESSING:
         return None
-    if "set_start_method" in ctx.text or "get_context" in ctx.text:
-        return None
+    if "set_start_method" in ctx.text:
+        return None  # a second call raises "context has already been set"
     guard = next(
         (
             s
