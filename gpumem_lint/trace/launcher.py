@@ -25,6 +25,7 @@ from importlib.machinery import SourceFileLoader
 from pathlib import Path
 
 _TRACE_DIR = str(Path(__file__).resolve().parent) + os.sep
+_DISPATCH_HOOK = str(Path(__file__).resolve().with_name("tracker.py"))
 
 
 @dataclass(frozen=True)
@@ -182,12 +183,16 @@ def _strip_own_frames(error: BaseException | None, seen: set[int]) -> None:
     entries = []
     tb = error.__traceback__
     leading = True
-    after_own = False  # the torch frames the tracer's hook called into (OpOverload.__call__) go with it
+    # The torch frames the dispatch hook called into (OpOverload.__call__) go with it; those a wrapper of a torch
+    # function called into (`torch.autograd.backward`'s) are the original's, which the plain run shows too.
+    after_own = False
     while tb is not None:
         filename = os.path.realpath(tb.tb_frame.f_code.co_filename)
         own = filename.startswith(_launcher_dirs() if leading else _TRACE_DIR)
-        if own or (after_own and filename.startswith(_torch_dir())):
-            after_own = after_own or not leading
+        if own:
+            after_own = not leading and filename == _DISPATCH_HOOK
+        elif after_own and filename.startswith(_torch_dir()):
+            pass
         else:
             leading = after_own = False
             entries.append(tb)
