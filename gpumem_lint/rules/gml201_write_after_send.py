@@ -9,6 +9,7 @@ from gpumem_lint.rules._boundaries import (
     start_method_text,
 )
 from gpumem_lint.rules._clone_fix import clone_sent
+from gpumem_lint.rules._copy_fix import copy_the_tensors
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.processes import PROCESS_CROSSING, Crossing
@@ -57,7 +58,8 @@ class WriteAfterSend(Rule):
 
     ## Fix safety
     The fix sends a copy: `.clone()` on the tensor where it is sent (`q.put(buf.clone())`,
-    `args=(t.clone(),)`). It is unsafe: it costs one copy per message, and a receiver
+    `args=(t.clone(),)`), `copy.deepcopy(model.state_dict())` for weights trained after they
+    are sent. It is unsafe: it costs one copy per message, and a receiver
     meant to see later writes (a shared buffer) no longer does. Waiting for the receiver
     (`p.join()`, an acknowledgement) before writing is the other remedy.
 
@@ -162,6 +164,30 @@ if __name__ == "__main__":
 import torch
 import torch.multiprocessing as mp
 
+def train(model, optimizer, batches, eval_queue):
+    for epoch, batch in enumerate(batches):
+        eval_queue.put({"epoch": epoch, "weights": model.state_dict()})
+        model(batch).sum().backward()
+        optimizer.step()
+""",
+            (9,),
+            fixed="""
+import copy
+import torch
+import torch.multiprocessing as mp
+
+def train(model, optimizer, batches, eval_queue):
+    for epoch, batch in enumerate(batches):
+        eval_queue.put({"epoch": epoch, "weights": copy.deepcopy(model.state_dict())})
+        model(batch).sum().backward()
+        optimizer.step()
+""",
+        ),
+        Invalid(
+            """
+import torch
+import torch.multiprocessing as mp
+
 def produce(reader, workers):
     queue = mp.Queue()
     buffer = torch.empty(64, 128)
@@ -225,7 +251,7 @@ def score(batches, fn):
                 yield Report(
                     write.node,
                     f"{write_text(ctx, write)} {self._consequence(ctx, model, crossing)}",
-                    fix=clone_sent(ctx, crossing.node, write),
+                    fix=_sent_copy(ctx, crossing, write),
                 )
             yield from self._refilled_each_call(ctx, facts, reported)
 
@@ -282,9 +308,25 @@ def score(batches, fn):
         )
 
 
+def _sent_copy(ctx: FileContext, crossing: Crossing, write: Write):
+    """Send copies: `model.state_dict()` deep-copied for weights trained after the send, else `.clone()`."""
+    if write.module:
+        handle = _snapshot_handle(crossing, write)
+        return copy_the_tensors(ctx, handle.node) if handle is not None and handle.node is not None else None
+    return clone_sent(ctx, crossing.node, write)
+
+
+def _snapshot_handle(crossing: Crossing, write: Write):
+    return next(
+        (
+            handle
+            for handle in crossing.sent.handles
+            if handle.kind is AliasKind.STATE_DICT and handle.storage.related(write.storage)
+        ),
+        None,
+    )
+
+
 def _sent_as_snapshot(crossing: Crossing, write: Write) -> bool:
     """`q.put(model.state_dict())`: the receiver means to get the weights as they are now."""
-    return any(
-        handle.kind is AliasKind.STATE_DICT and handle.storage.related(write.storage)
-        for handle in crossing.sent.handles
-    )
+    return _snapshot_handle(crossing, write) is not None
