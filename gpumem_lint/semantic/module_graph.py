@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -62,6 +62,10 @@ _Reading = tuple[cst.Module, str, list[int] | None] | ImportStatements
 class _Summary:
     sites: tuple[ImportSite, ...]
     files: frozenset[Path]  # the module and every first-party module it imports at import time
+    #: How many imports deep below the module its summary asked (`ModuleGraph.height`): a summary
+    #: made at depth d with d + height <= MAX_IMPORT_DEPTH met no limit, and holds at any depth
+    #: where that still holds.
+    height: int = field(default=0, compare=False)
 
 
 class ModuleGraph:
@@ -72,11 +76,14 @@ class ModuleGraph:
         self.depth = depth
         self.root = project_root(source.parent)
         self.dependencies: set[Path] = set()
+        #: 1 once this graph was asked about an import, and more for what that import's module asked.
+        self.height = 0
 
     def import_sites(
         self, node: cst.Import | cst.ImportFrom | ast.Import | ast.ImportFrom, source: Path
     ) -> list[ImportSite]:
         """What an import statement (of libcst's tree, or of CPython's) in `source` causes in other modules."""
+        self.height = max(self.height, 1)
         if self.depth > MAX_IMPORT_DEPTH:
             return []
         sites: list[ImportSite] = []
@@ -89,6 +96,7 @@ class ModuleGraph:
 
         `node` imported the module, or the function from it; `module` is the local name the
         statement bound for a module (`utils` in `utils.setup()`), None for `from m import setup`."""
+        self.height = max(self.height, 1)
         if self.depth > MAX_IMPORT_DEPTH:
             return []
         files = resolve_import(node, self.source, self.root)
@@ -105,6 +113,7 @@ class ModuleGraph:
         if summary is None:
             return []
         self.dependencies |= summary.files
+        self.height = max(self.height, 1 + summary.height)
         return [
             ImportSite(site.event, site.call, site.line, _display(site.path, self.source), site.path)
             for site in summary.sites
@@ -280,34 +289,44 @@ def take_computed() -> dict[str, dict]:
     return found
 
 
-def _key(path: Path, depth: int, function: str | None) -> str:
-    return f"{path}\0{depth}\0{function or ''}\0{int(hollowing.enabled)}"
+def _key(path: Path, depth: int | None, function: str | None) -> str:
+    """A summary's key in the stores; depth None for one that met no depth limit (`_complete`)."""
+    return f"{path}\0{'*' if depth is None else depth}\0{function or ''}\0{int(hollowing.enabled)}"
+
+
+#: Summaries that met no depth limit, by (path, mtime, function, hollowing): each holds at every
+#: depth d with d + height <= MAX_IMPORT_DEPTH, so a module imported at several depths is
+#: summarised once.
+_complete: dict[tuple[Path, int, str | None, bool], _Summary] = {}
+_COMPLETE_LIMIT = 8192
 
 
 def _shared_summary(path: Path, mtime: int, depth: int, function: str | None) -> _Summary | None:
-    if _shared is None and not _known and _computed is None:
-        return _summarise(path, mtime, depth, function)
-    key = _key(path, depth, function)
-    known = _reused(_known.get(key))
-    if known is not None:
-        return known
-    shared = _shared / hashlib.sha1(key.encode()).hexdigest() if _shared is not None else None
-    if shared is not None:
-        try:
-            known = _reused(json.loads(shared.read_bytes()))
-        except (OSError, ValueError):
-            pass  # not there (yet): another process may be computing it as well
-        if known is not None:
-            return known
+    found = _complete.get((path, mtime, function, hollowing.enabled))
+    if found is not None and depth + found.height <= MAX_IMPORT_DEPTH:
+        return found
+    keys = (_key(path, None, function), _key(path, depth, function))
+    stored = _stored(keys, depth)
+    if stored is not None:
+        return stored
     summary = _summarise(path, mtime, depth, function)
     if summary is None:
         return None
+    complete = depth + summary.height <= MAX_IMPORT_DEPTH
+    if complete:
+        if len(_complete) >= _COMPLETE_LIMIT:
+            _complete.clear()
+        _complete[(path, mtime, function, hollowing.enabled)] = summary
+    if _shared is None and _computed is None:
+        return summary
     entry = _entry(summary)
     if entry is None:
         return summary  # a file it read vanished: nothing can validate it later
+    key = keys[0] if complete else keys[1]
     if _computed is not None:
         _computed[key] = entry
-    if shared is not None:
+    if _shared is not None:
+        shared = _shared / hashlib.sha1(key.encode()).hexdigest()
         partial = shared.with_name(f"{shared.name}.{os.getpid()}")
         try:
             partial.write_text(json.dumps(entry), encoding="utf-8")
@@ -317,13 +336,28 @@ def _shared_summary(path: Path, mtime: int, depth: int, function: str | None) ->
     return summary
 
 
+def _stored(keys: tuple[str, str], depth: int) -> _Summary | None:
+    """A summary an earlier run (`_known`) or another process of this run (`_shared`) made, that
+    still holds: under the depth-free key if it holds at `depth`, else under this depth's."""
+    for key in keys:
+        found = _reused(_known.get(key))
+        if found is None and _shared is not None:
+            try:
+                found = _reused(json.loads((_shared / hashlib.sha1(key.encode()).hexdigest()).read_bytes()))
+            except (OSError, ValueError):
+                pass  # not there (yet): another process may be computing it as well
+        if found is not None and (key is keys[1] or depth + found.height <= MAX_IMPORT_DEPTH):
+            return found
+    return None
+
+
 def _entry(summary: _Summary) -> dict | None:
     """A summary as JSON keeps it, with the content hash of every file it read."""
     hashes = {str(file): _content_hash(file, _mtime(file)) for file in sorted(summary.files)}
     if None in hashes.values():
         return None
     sites = [[site.event, site.call, site.line, site.file, str(site.path)] for site in summary.sites]
-    return {"files": hashes, "sites": sites}
+    return {"files": hashes, "sites": sites, "height": summary.height}
 
 
 def _reused(entry: dict | None) -> _Summary | None:
@@ -337,9 +371,9 @@ def _reused(entry: dict | None) -> _Summary | None:
         sites = tuple(
             ImportSite(event, call, line, file, Path(path)) for event, call, line, file, path in entry["sites"]
         )
+        return _Summary(sites, frozenset(files), int(entry["height"]))
     except (KeyError, TypeError, ValueError, AttributeError):  # damaged, or written by hand
         return None
-    return _Summary(sites, frozenset(files))
 
 
 @lru_cache(maxsize=65536)
@@ -429,7 +463,7 @@ def _import_statements_summary(imports: ImportStatements, path: Path, depth: int
             if imports_torch(_absolute_modules(node)):
                 site = ImportSite("import_torch", short_code(source), node.lineno, path.name, path)
                 first.setdefault(site.event, site)
-        return _Summary(tuple(first.values()), frozenset({path, *graph.dependencies}))
+        return _Summary(tuple(first.values()), frozenset({path, *graph.dependencies}), graph.height)
     finally:
         _IN_PROGRESS.discard(path)
 
@@ -525,7 +559,7 @@ def summary_of(
             ImportSite(site.event, site.call, site.line, site.file, path if site.via is None else _nested(site, graph))
             for site in (order.import_time_sites() if function is None else order.function_sites(function))
         )
-        return _Summary(sites, frozenset({path, *graph.dependencies}))
+        return _Summary(sites, frozenset({path, *graph.dependencies}), graph.height)
     finally:
         _IN_PROGRESS.discard(path)
 
