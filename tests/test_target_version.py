@@ -98,6 +98,12 @@ _DEFAULT_LAUNCHES = {
         "forked worker",
         "its own CUDA context",
     ),
+    "GML212": (
+        "from torch.utils.data import DataLoader\n\ndef main(data):\n"
+        "    return list(DataLoader(data, num_workers=2, collate_fn=lambda batch: batch))\n",
+        None,
+        "forkserver here",
+    ),
     "GML211": (
         "import torch\nimport multiprocessing as mp\n\ndef child():\n    pass\n\n"
         "mp.Process(target=child).start()\n",

@@ -1,0 +1,190 @@
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._boundaries import module_datasets, process_model, start_method_text
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.boundaries import StartMethod
+from gpumem_lint.semantic.datasets import WORKER_LOADER
+from gpumem_lint.semantic.literals import keyword
+from gpumem_lint.semantic.pickling import enclosing_functions, unpicklable
+from gpumem_lint.semantic.processes import PROCESS_CROSSING
+
+#: Crossings whose function is pickled to the child only when the child starts fresh (spawn, forkserver).
+_STARTED = ("process",)
+#: Crossings whose function is always pickled: pool and executor tasks travel through a queue;
+#: `torch.multiprocessing.spawn` always spawns.
+_ALWAYS_PICKLED = ("pool", "executor", "spawn")
+_FRESH = ("spawn", "forkserver")
+
+
+class UnpicklableCallableToProcess(Rule):
+    """
+    ## What it does
+    Flags a lambda, or a function defined inside another function, handed to another process
+    where it must be pickled:
+    - as a pool or executor task (`pool.map(lambda x: ..., items)`, `executor.submit(f, ...)`
+      with a nested `f`), or to `torch.multiprocessing.spawn`, whatever the start method;
+    - as `Process(target=...)`, or as a `DataLoader`'s `collate_fn` / `worker_init_fn` with
+      `num_workers` other than 0, when the children start with spawn or forkserver: chosen by the
+      code (`multiprocessing_context="spawn"`, `set_start_method`, `get_context`) or by default
+      (forkserver is the stdlib default on Linux from Python 3.14; set `target-version`).
+
+    ## Why is this bad?
+    `pickle` sends a function by its qualified name, and neither `<lambda>` nor
+    `main.<locals>.init` names anything the child can import. Measured on the installed torch
+    by `tests/test_pickling_facts.py` (Python 3.11, torch 2.13 CPU): a lambda `collate_fn`, a
+    nested `worker_init_fn` and a lambda `Process` target run under fork and raise
+    `AttributeError: Can't pickle local object` under spawn; a lambda given to `Pool.map` raises
+    it under fork too. Code that works on Linux up to Python 3.13 breaks on 3.14, whose default
+    is forkserver, and on macOS and Windows, whose default is spawn.
+
+    ## Known problems
+    Only a lambda written in place, or a name bound to a lambda or a nested `def` in the same
+    function (or to a lambda at module level), is recognised: a lambda reached through an
+    attribute or a container, or a `functools.partial` of one, is not.
+
+    ## Example
+    ```python
+    loader = DataLoader(data, batch_size=32, num_workers=4, collate_fn=lambda batch: batch,
+                        multiprocessing_context="spawn")
+    ```
+
+    ## Use instead
+    ```python
+    def keep_as_list(batch):
+        return batch
+
+    loader = DataLoader(data, batch_size=32, num_workers=4, collate_fn=keep_as_list,
+                        multiprocessing_context="spawn")
+    ```
+
+    ## Fix safety
+    There is no automatic fix: the function must move to module level, where what it captured
+    from the enclosing function is no longer in scope.
+
+    ## References
+    - [multiprocessing: the spawn and forkserver start methods pickle the process object](https://docs.python.org/3/library/multiprocessing.html#the-spawn-and-forkserver-start-methods)
+    - [pickle: what can be pickled](https://docs.python.org/3/library/pickle.html#what-can-be-pickled-and-unpickled)
+    """
+
+    code = "GML212"
+    name = "unpicklable-callable-to-process"
+    severity = Severity.ERROR
+    summary = "A lambda or nested function handed to a process that receives it by pickling"
+    fix_title = "Define the function at module level"
+    triggers = ("multiprocessing", "ProcessPoolExecutor", "DataLoader")
+    file_trigger = re.compile(f"{PROCESS_CROSSING.pattern}|{WORKER_LOADER.pattern}")
+    VALID = (
+        """
+import multiprocessing as mp
+
+def work(x):
+    return x * 2
+
+if __name__ == "__main__":
+    with mp.Pool(2) as pool:
+        print(pool.map(work, [1, 2]))
+""",
+        """
+import multiprocessing as mp
+
+def main():
+    def report():
+        print("child")
+    mp.get_context("fork").Process(target=report).start()  # fork copies the function
+""",
+        """
+from torch.utils.data import DataLoader
+
+def main(data):
+    loader = DataLoader(data, batch_size=2, num_workers=2, collate_fn=lambda batch: batch)  # fork (py313)
+    return list(loader)
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import multiprocessing as mp
+
+if __name__ == "__main__":
+    with mp.Pool(2) as pool:
+        print(pool.map(lambda x: x * 2, [1, 2]))
+""",
+            (6,),
+        ),
+        Invalid(
+            """
+from torch.utils.data import DataLoader
+
+def main(data):
+    def init(worker_id):
+        print(worker_id)
+    loader = DataLoader(data, num_workers=2, worker_init_fn=init, multiprocessing_context="spawn")
+    return list(loader)
+""",
+            (7,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        scopes = ctx.shared(_enclosing)
+        yield from self._crossings(ctx, scopes)
+        yield from self._loaders(ctx, scopes)
+
+    def _crossings(self, ctx: FileContext, scopes) -> Iterator[Report]:
+        if not PROCESS_CROSSING.search(ctx.text):
+            return
+        model = process_model(ctx)
+        for _, crossing in model.crossings():
+            if crossing.kind not in (*_STARTED, *_ALWAYS_PICKLED) or crossing.target is None:
+                continue
+            found = unpicklable(crossing.target, scopes.get(id(crossing.node)), ctx.module)
+            if found is None:
+                continue
+            method = model.start_method(crossing)
+            if crossing.kind in _ALWAYS_PICKLED:
+                how = "pickled for its workers whatever the start method"
+            elif method.name in _FRESH:
+                how = f"pickled for the child under {start_method_text(method)}"
+            else:
+                continue
+            # An executor pickles in a feeder thread: the error reaches the task's future.
+            raises = "its future's `result()` raises" if crossing.kind == "executor" else "the call raises"
+            yield Report(
+                crossing.target,
+                f"`{_short(ctx, crossing.target)}` is {found.kind}, {how}: {raises} {found.error}",
+            )
+
+    def _loaders(self, ctx: FileContext, scopes) -> Iterator[Report]:
+        if not WORKER_LOADER.search(ctx.text):
+            return
+        for loader in module_datasets(ctx).worker_loaders:
+            for argument in ("collate_fn", "worker_init_fn"):
+                value = keyword(loader.node, argument)
+                found = unpicklable(value, scopes.get(id(loader.node)), ctx.module)
+                if found is None:
+                    continue
+                if loader.start_method is None:
+                    method = process_model(ctx).default_start_method()
+                else:
+                    method = StartMethod(loader.start_method if loader.start_method in _FRESH else None)
+                if method.name not in _FRESH:
+                    continue
+                yield Report(
+                    value,
+                    f"`{_short(ctx, value)}` is {found.kind}, passed as `{argument}` to workers started with "
+                    f"{start_method_text(method)}: starting them raises {found.error}",
+                )
+
+
+def _enclosing(ctx: FileContext) -> dict[int, cst.FunctionDef]:
+    return enclosing_functions(ctx.module)
+
+
+def _short(ctx: FileContext, node: cst.CSTNode) -> str:
+    code = " ".join(ctx.code(node).split())
+    return code if len(code) <= 40 else code[:39] + "…"
