@@ -1,6 +1,8 @@
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
+from gpumem_lint.fixes import Applicability
+from gpumem_lint.rules._clone_fix import clone_at
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.write_triggers import WRITES
 
@@ -41,8 +43,8 @@ class InplaceWriteOverlappingMemory(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix yet; `.clone()` on the source is the remedy, at the cost of a
-    copy.
+    The fix reads a copy: `.clone()` on the source (`history[:-1] = history[1:].clone()`),
+    or on the index (`perm[perm.clone()] = ...`). It is unsafe only in that the copy costs memory.
 
     ## References
     - [Tensor views](https://docs.pytorch.org/docs/stable/tensor_view.html)
@@ -53,6 +55,7 @@ class InplaceWriteOverlappingMemory(Rule):
     name = "inplace-write-overlapping-memory"
     summary = "In-place write whose source or index overlaps its destination in one tensor"
     fix_title = "Copy the source first (`buf[:-n] = buf[n:].clone()`), or use `torch.roll`"
+    fix_applicability = Applicability.UNSAFE
     triggers = ("torch", "numpy")
     scope_triggers = WRITES
     VALID = (
@@ -96,11 +99,21 @@ values[idx] = idx.float()
             """
 import torch
 
-history = torch.zeros(8)
+history = torch.arange(4.0)
 history[:-1] = history[1:]
-history[-1] = 1.0
+history[-1] = 9.0
+print(history.tolist())
 """,
             (5,),
+            fixed="""
+import torch
+
+history = torch.arange(4.0)
+history[:-1] = history[1:].clone()
+history[-1] = 9.0
+print(history.tolist())
+""",
+            prints="[1.0, 2.0, 3.0, 9.0]",
         ),
         Invalid(
             """
@@ -111,6 +124,13 @@ def causal_shift(buf: torch.Tensor, n: int) -> torch.Tensor:
     return buf
 """,
             (5,),
+            fixed="""
+import torch
+
+def causal_shift(buf: torch.Tensor, n: int) -> torch.Tensor:
+    buf[:, :-n] = buf[:, n:].clone()
+    return buf
+""",
         ),
         Invalid(
             """
@@ -120,6 +140,12 @@ x = torch.arange(10.0)
 x[1:].add_(x[:-1])
 """,
             (5,),
+            fixed="""
+import torch
+
+x = torch.arange(10.0)
+x[1:].add_(x[:-1].clone())
+""",
         ),
         Invalid(
             """
@@ -129,6 +155,12 @@ perm = torch.tensor([2, 0, 1])
 perm[perm] = torch.tensor([0, 1, 2])
 """,
             (5,),
+            fixed="""
+import torch
+
+perm = torch.tensor([2, 0, 1])
+perm[perm.clone()] = torch.tensor([0, 1, 2])
+""",
         ),
     )
 
@@ -144,4 +176,5 @@ perm[perm] = torch.tensor([0, 1, 2])
                     overlap.node,
                     f'`{ctx.code(overlap.node)}` {what}: PyTorch raises "...the written-to tensor refer to a '
                     "single memory location\", or the result depends on the kernel's order",
+                    fix=clone_at(ctx, overlap.source),
                 )
