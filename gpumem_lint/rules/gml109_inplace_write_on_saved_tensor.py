@@ -19,7 +19,9 @@ class InplaceWriteOnSavedTensor(Rule):
     Flags an in-place write to a tensor (or a view of it, or its base) that an earlier op
     saved for its backward, before a `backward()` has freed the graph: `x = x.sigmoid();
     x *= mask`, `F.relu(x, inplace=True)` on the output of an op that keeps its output,
-    writing the input of a product or convolution that keeps it. What each op keeps is data
+    writing the input of a product or convolution that keeps it, an in-place layer of an
+    `nn.Sequential` right after an activation that keeps its output
+    (`nn.ReLU(), nn.Dropout(p, inplace=True)`). What each op keeps is data
     measured from torch ([`saved_for_backward.json`](../gpumem_lint/knowledge/saved_for_backward.json),
     [docs/facts.md](../docs/facts.md) A1–A4): `relu`, `sigmoid`, `tanh`, `exp`, `softmax` keep
     their output; `a * w` and `x @ w` keep each operand for the other one's gradient; `x + y`
@@ -76,6 +78,13 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        """
+import torch
+import torch.nn as nn
+
+stem = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(inplace=True))
+stem(torch.randn(2, 3, 8, 8)).sum().backward()
+""",
         """
 import torch
 import torch.nn as nn
@@ -181,6 +190,86 @@ y.sum().backward()
 """,
     )
     INVALID = (
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Classifier(nn.Module):
+    def __init__(self, d, classes, dropout):
+        super().__init__()
+        self.main = nn.Sequential(
+            nn.Linear(d, 2 * d),
+            nn.ReLU(),
+            nn.Dropout(dropout, inplace=True),
+            nn.Linear(2 * d, classes),
+        )
+
+    def forward(self, x):
+        return self.main(x)
+
+Classifier(8, 2, 0.5)(torch.randn(4, 8)).sum().backward()
+""",
+            (11,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+class Classifier(nn.Module):
+    def __init__(self, d, classes, dropout):
+        super().__init__()
+        self.main = nn.Sequential(
+            nn.Linear(d, 2 * d),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(2 * d, classes),
+        )
+
+    def forward(self, x):
+        return self.main(x)
+
+Classifier(8, 2, 0.5)(torch.randn(4, 8)).sum().backward()
+""",
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Head(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+        self.norm = nn.Softmax(dim=-1)
+
+    def forward(self, x, bias):
+        probs = self.norm(self.fc(x))
+        probs += bias
+        return probs
+
+head = Head(4)
+head(torch.randn(2, 4), torch.ones(4)).sum().backward()
+""",
+            (13,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+class Head(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+        self.norm = nn.Softmax(dim=-1)
+
+    def forward(self, x, bias):
+        probs = self.norm(self.fc(x))
+        probs = probs + bias
+        return probs
+
+head = Head(4)
+head(torch.randn(2, 4), torch.ones(4)).sum().backward()
+""",
+        ),
         Invalid(
             """
 import torch
@@ -329,10 +418,11 @@ loss.backward()
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
-            if not _runs_backward(facts):
-                continue
+            runs_backward = _runs_backward(facts)
             reported = set()
             for saved in sorted(facts.saved_writes, key=lambda s: ctx.line(s.saving.node)):
+                if not (runs_backward or saved.layers and _builds_a_module(facts)):
+                    continue
                 write = saved.write
                 if id(write.node) in reported:
                     continue
@@ -355,6 +445,12 @@ def _op_text(ctx: FileContext, saving: Saving) -> str:
     if isinstance(func, cst.Attribute) and not isinstance(func.value, (cst.Name, cst.Attribute)):
         return f".{func.attr.value}()"  # `self.encoder(x).exp()` -> `.exp()`
     return ctx.code(func)
+
+
+def _builds_a_module(facts: ScopeFacts) -> bool:
+    """A method of an `nn.Module` class (its `__init__` builds the layers its `forward` trains)."""
+    scope = facts.scope
+    return scope.is_method and scope.classes is not None and scope.classes.is_module_class(scope.class_name)
 
 
 def _runs_backward(facts: ScopeFacts) -> bool:

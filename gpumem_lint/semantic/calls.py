@@ -54,8 +54,10 @@ class CallSemantics:
         args = [self._eval(arg.value, state, record=not metadata) for arg in node.args]
         name = dotted_name(func)
         callee = None
-        if name is not None and not (
-            attribute and (func.attr.value in self.k.not_module_calls or func.attr.value in self.k.tensor_only_methods)
+        if name is not None and (
+            not attribute
+            or not (func.attr.value in self.k.not_module_calls or func.attr.value in self.k.tensor_only_methods)
+            or self._holds_module(func, state)  # `self.norm(x)` where `__init__` made `self.norm = nn.LayerNorm(d)`
         ):
             callee = self._eval(func, state, record=False)
             self._in_graph(callee)  # `model(x)`, `self.encoder(x)`

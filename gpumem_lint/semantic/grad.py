@@ -41,6 +41,14 @@ class GradSemantics:
         elif not self.scope.freezes_parameters:
             handle.grad, handle.leaf = Grad.YES, True
 
+    def _holds_module(self, func: cst.Attribute, state: State) -> bool:
+        """The class facts say `owner.attr` is a submodule, whatever the name (`self.norm`, `self.view`)."""
+        head = dotted_name(func.value)
+        if head is None:
+            return False
+        fact = self._attribute_fact(head, func.attr.value, state.env.get(head, frozenset()))
+        return fact is not None and fact.held is Held.MODULE
+
     def _attribute_fact(self, head: str, attribute: str, owner: frozenset[Handle]) -> AttributeFact | None:
         classes = self.scope.classes
         if classes is None:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from gpumem_lint.knowledge.autograd import SavedTensors, saved_for_backward
-from gpumem_lint.semantic.values import AliasKind, Grad, State, Storage, Value, Write
+from gpumem_lint.semantic.imports import dotted_name
+from gpumem_lint.semantic.values import AliasKind, Grad, Role, State, Storage, Value, Write
 
 #: Operators by libcst node type, as the table names them.
 _OPERATORS = {
@@ -49,6 +50,7 @@ class Saving:
 class SavedWrite:
     write: Write
     saving: Saving
+    layers: bool = False  # one layer of an `nn.Sequential` overwrites what the layer before it kept
 
 
 class SavedSemantics:
@@ -71,6 +73,9 @@ class SavedSemantics:
     ) -> None:
         """Record what a call keeps: a torch function or Tensor method, or a module call."""
         if self._no_grad:
+            return
+        if qualified == "torch.nn.Sequential":
+            self._check_layers(node, args)
             return
         table = saved_for_backward()
         positional = [value for arg, value in zip(node.args, args) if arg.keyword is None]
@@ -145,6 +150,28 @@ class SavedSemantics:
                 if handle.role is None:
                     state.saved[handle.storage] = state.saved.get(handle.storage, frozenset()) | {saving}
                     self._saved_now.setdefault(handle.storage, set()).add(saving)
+
+    def _check_layers(self, node: cst.Call, args: list[Value]) -> None:
+        """`nn.Sequential(nn.ReLU(), nn.Dropout(p, inplace=True))`: each layer's input is the output
+        of the one before, so an in-place layer overwrites what an activation kept for backward."""
+        modules = self.k.module_parameters
+        table = saved_for_backward()
+        previous: tuple[cst.CSTNode, str] | None = None
+        for arg, value in zip(node.args, args):
+            if arg.keyword is not None or arg.star:
+                return
+            layer = arg.value
+            inplace = [h for h in value.handles if h.role is Role.INPLACE_MODULE]
+            if previous is not None and inplace:
+                kept_by, kept_class = previous
+                if "output" in table.module_saves(kept_class):
+                    saving = Saving(kept_by, "torch.nn." + kept_class, "output")
+                    write = Write(layer, inplace[0], "inplace module")
+                    self.saved_writes[(id(write), id(saving))] = SavedWrite(write, saving, layers=True)
+            name = dotted_name(layer.func) if isinstance(layer, cst.Call) else None
+            qualified = self.imports.qualify_name(name) if name is not None else None
+            module = "torch.nn." + qualified.rsplit(".", 1)[-1] if qualified and qualified.startswith("torch.nn.") else None
+            previous = (layer, module.removeprefix("torch.nn.")) if module in modules else None
 
     # ------------------------------------------------------------ checking
 
