@@ -54,7 +54,7 @@ class ForkAfterCudaInit(Rule):
     `torch.cuda.is_available()`, `get_arch_list()`, `GradScaler("cuda")`,
     `torch.accelerator.is_available()`, and `import torch.utils.cpp_extension` on a machine with
     a CUDA toolkit (it calls `torch.cuda.is_available()` to find it: measured on an H200,
-    `bench/gpu/accelerator_probe.json`).
+    `bench/gpu/accelerator_probe.json`, [docs/facts.md](../docs/facts.md) F28).
 
     ## Why is this bad?
     A forked child inherits the parent's memory but not a usable CUDA driver state. Its first

@@ -47,7 +47,7 @@ class CudaInDataloaderWorker(Rule):
     subprocess`; a `collate_fn` calling `.pin_memory()` and a `TensorDataset` of CUDA tensors
     raise a CUDA error (`AcceleratorError`). The same `collate_fn` runs when the main process
     had not touched CUDA, and under spawn; `DataLoader(..., pin_memory=True)` (pinned by the main
-    process) returns pinned batches.
+    process) returns pinned batches ([docs/facts.md](../docs/facts.md) F29).
 
     ## Known problems
     Callables are followed only within the module: a `collate_fn` imported from another module,

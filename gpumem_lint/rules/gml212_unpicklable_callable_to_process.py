@@ -39,7 +39,7 @@ class UnpicklableCallableToProcess(Rule):
     by `tests/test_pickling_facts.py` (Python 3.11, torch 2.13 CPU): a lambda `collate_fn`, a
     nested `worker_init_fn` and a lambda `Process` target run under fork and raise
     `AttributeError: Can't pickle local object` under spawn; a lambda given to `Pool.map` raises
-    it under fork too. Code that works on Linux up to Python 3.13 breaks on 3.14, whose default
+    it under fork too ([docs/facts.md](../docs/facts.md) F30). Code that works on Linux up to Python 3.13 breaks on 3.14, whose default
     is forkserver, and on macOS and Windows, whose default is spawn.
 
     ## Known problems

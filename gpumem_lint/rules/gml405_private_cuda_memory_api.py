@@ -27,7 +27,8 @@ class PrivateCudaMemoryApi(Rule):
     Also flags a private function of `torch.cuda` that torch has deprecated:
     `torch.cuda.memory._set_allocator_settings(...)` now warns `FutureWarning` and forwards to
     `torch._C._accelerator_setAllocatorSettings` (measured on torch 2.11.0+cu130 on an H200,
-    `bench/gpu/accelerator_probe.json`, and on the installed torch by `tests/test_memory_api.py`).
+    `bench/gpu/accelerator_probe.json`, [docs/facts.md](../docs/facts.md) F28, and on the installed
+    torch by `tests/test_memory_api.py`).
     The table of such functions is `[deprecated_private]` in
     [`memory_api.toml`](../gpumem_lint/knowledge/memory_api.toml).
 
