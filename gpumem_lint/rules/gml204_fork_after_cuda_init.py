@@ -13,7 +13,7 @@ from gpumem_lint.rules._boundaries import (
     start_method_text,
 )
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.boundaries import ProcessModel
+from gpumem_lint.semantic.boundaries import ProcessModel, StartMethod
 from gpumem_lint.semantic.devices import CudaUses
 from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.process_starts import Starts, starts
@@ -28,8 +28,8 @@ _DEPTH = 2
 _FORKING = ("process", "spawn", "pool", "executor")
 
 
-#: The modules whose `Process`/`Pool` the fix can switch to spawn.
-_MULTIPROCESSING = frozenset({"multiprocessing", "torch.multiprocessing"})
+#: The modules whose default start method the fix sets (a `ProcessPoolExecutor` follows it too).
+_MULTIPROCESSING = ("torch.multiprocessing", "multiprocessing")
 
 
 class ForkAfterCudaInit(Rule):
@@ -80,8 +80,8 @@ class ForkAfterCudaInit(Rule):
 
     ## Fix safety
     The fix selects spawn as the first statement under `if __name__ == "__main__":`
-    (`mp.set_start_method("spawn")`), for a launch through the `multiprocessing` module in a
-    file that has such a guard and sets no start method yet. It is unsafe: spawn children
+    (`mp.set_start_method("spawn")`), for a child started with the default method, in a file
+    that imports `multiprocessing`, has such a guard and sets no start method yet. It is unsafe: spawn children
     re-import the main module and receive their target and arguments pickled, so a lambda or
     nested function, a lock or queue made before the call, or unguarded top-level work breaks
     or runs again. Setting `PYTORCH_NVML_BASED_CUDA_CHECK=1` makes `is_available()` safe, not
@@ -183,6 +183,38 @@ if __name__ == "__main__":
         ),
         Invalid(
             """
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
+import torch
+
+def score(batch):
+    return torch.as_tensor(batch, device="cuda").sum().item()
+
+if __name__ == "__main__":
+    model = torch.nn.Linear(2, 2).to("cuda")
+    with ProcessPoolExecutor(2) as pool:
+        results = [pool.submit(score, batch) for batch in ([1.0], [2.0])]
+""",
+            (12,),
+            fixed="""
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
+import torch
+
+def score(batch):
+    return torch.as_tensor(batch, device="cuda").sum().item()
+
+if __name__ == "__main__":
+    multiprocessing.set_start_method("spawn")
+    model = torch.nn.Linear(2, 2).to("cuda")
+    with ProcessPoolExecutor(2) as pool:
+        results = [pool.submit(score, batch) for batch in ([1.0], [2.0])]
+""",
+        ),
+        Invalid(
+            """
 import torch
 import multiprocessing as mp
 
@@ -236,17 +268,17 @@ class Server:
                 f"{made} starts a child with {method} after `{site.call}` ({site.where()}) "
                 f"initialised CUDA: the child's `{ctx.code(use)}` (line {ctx.line(use)}) raises `Cannot "
                 "re-initialize CUDA in forked subprocess`",
-                fix=_spawn_under_main(ctx, crossing.node),
+                fix=_spawn_under_main(ctx, model.start_method(crossing)),
             )
 
 
-def _spawn_under_main(ctx: FileContext, launch: cst.CSTNode) -> Fix | None:
-    """`mp.set_start_method("spawn")` first under the module's `__main__` guard, for `mp.Process(...)`
-    or `mp.Pool(...)` with `mp` the multiprocessing module, in a file that sets no start method."""
-    if not (isinstance(launch, cst.Call) and isinstance(launch.func, cst.Attribute)):
-        return None
-    module = launch.func.value
-    if not isinstance(module, cst.Name) or ctx.semantic.imports.qualify(module) not in _MULTIPROCESSING:
+def _spawn_under_main(ctx: FileContext, method: StartMethod) -> Fix | None:
+    """`mp.set_start_method("spawn")` first under the module's `__main__` guard, for a child started with
+    the default method, `mp` the name this file binds `multiprocessing` (or torch's) to, in a file that
+    sets no start method."""
+    imports = ctx.semantic.imports
+    module = next((name for name in map(imports.local_name, _MULTIPROCESSING) if name is not None), None)
+    if not method.default or module is None:
         return None
     if "set_start_method" in ctx.text:
         return None  # a second call raises "context has already been set"
@@ -263,7 +295,7 @@ def _spawn_under_main(ctx: FileContext, launch: cst.CSTNode) -> Fix | None:
     row = ctx.positions[guard.body.body[0]].start.line
     line = source_line(ctx.text, row)
     indent = line[: len(line) - len(line.lstrip())]
-    code = f'{module.value}.set_start_method("spawn")'
+    code = f'{module}.set_start_method("spawn")'
     edit = Edit(Position(row, 1), Position(row, 1), f"{indent}{code}\n")
     return Fix((edit,), Applicability.UNSAFE, f"Start children with spawn: `{code}`")
 
