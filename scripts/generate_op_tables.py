@@ -160,6 +160,7 @@ def build_tables() -> dict:
         "inplace_methods_with_twin": [n for n in _public(torch.Tensor, inplace) if hasattr(torch.Tensor, n[:-1])],
         "inplace_view_methods": _public(torch.Tensor, by_kind["inplace_view"]),
         "inplace_functions": _public(torch, inplace),
+        "inplace_functions_with_twin": [n for n in _public(torch, inplace) if callable(getattr(torch, n[:-1], None))],
         "inplace_view_functions": _public(torch, by_kind["inplace_view"]),
         "out_functions": _public(torch, by_kind["out"]),
         "view_methods": view_methods,

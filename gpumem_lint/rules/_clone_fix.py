@@ -50,7 +50,7 @@ def clone_sent(ctx: FileContext, send: cst.CSTNode, write: Write) -> Fix | None:
 
 def clone_before(ctx: FileContext, node: cst.CSTNode) -> Fix | None:
     """`x = x.clone()` above the one-line statement that `node` (a write to the plain name `x`) begins."""
-    name = written_name(node)
+    name = written_name(ctx, node)
     span = ctx.positions[node]
     row = span.start.line
     line = source_line(ctx.text, row)
@@ -74,17 +74,20 @@ def unshared_write(ctx: FileContext, write: Write) -> Fix | None:
     return out_of_place(ctx, node) or clone_before(ctx, node)
 
 
-def written_name(node: cst.CSTNode) -> str | None:
-    """The plain name a write changes: `x` of `x += 1`, `x[i] = 0`, `x.add_(1).clamp_(0)`, `f(x, inplace=True)`."""
+def written_name(ctx: FileContext, node: cst.CSTNode) -> str | None:
+    """The plain name a write changes: `x` of `x += 1`, `x[i] = 0`, `x.add_(1).clamp_(0)`,
+    `f(x, inplace=True)`; none for a name bound by an import (`torch.clamp_(x)` writes `x`)."""
     if isinstance(node, cst.AugAssign):
         node = node.target
     if isinstance(node, cst.Subscript):
         node = node.value
-    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-        node = node.func.value
     if isinstance(node, cst.Call) and node.args and any(is_inplace_true(arg) for arg in node.args):
         node = node.args[0].value
-    return node.value if isinstance(node, cst.Name) else None
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        node = node.func.value
+    if not isinstance(node, cst.Name) or ctx.semantic.imports.qualify(node) is not None:
+        return None
+    return node.value
 
 
 def _root(node: cst.CSTNode) -> str | None:

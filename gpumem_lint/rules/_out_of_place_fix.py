@@ -15,7 +15,8 @@ from gpumem_lint.knowledge import data_text
 
 def out_of_place(ctx: FileContext, node: cst.CSTNode, *, item: bool = False) -> Fix | None:
     """For a plain name `x`: `x += y` -> `x = x + y`; `x.mul_(y)` or `x.sub_(m).div_(s)` (a statement)
-    -> `x = x.mul(y)`, `x = x.sub(m).div(s)` (returned: `return x.add(n).clamp(0, 1)`); `F.relu(x, inplace=True)` -> `F.relu(x)`, bound to `x`
+    -> `x = x.mul(y)`, `x = x.sub(m).div(s)` (returned: `return x.add(n).clamp(0, 1)`), `torch.sigmoid_(x)`
+    -> `x = torch.sigmoid(x)`; `F.relu(x, inplace=True)` -> `F.relu(x)`, bound to `x`
     when it is a statement. With `item`, `xs[i] += y` on a container's item -> `xs[i] = xs[i] + y`."""
     if isinstance(node, cst.AugAssign) and (
         isinstance(node.target, cst.Name) or item and isinstance(node.target, cst.Subscript)
@@ -23,13 +24,20 @@ def out_of_place(ctx: FileContext, node: cst.CSTNode, *, item: bool = False) -> 
         operator = ctx.code(node.operator).strip().removesuffix("=")
         target = ctx.code(node.target)
         code = f"{target} = {target} {operator} {ctx.code(node.value)}"
-    elif isinstance(node, cst.Call) and (chain := _out_of_place_chain(node)) is not None and _is_statement(ctx, node):
+    elif isinstance(node, cst.Call) and (chain := _out_of_place_chain(ctx, node)) is not None and _is_statement(
+        ctx, node
+    ):
         target, new = chain
         code = f"{target} = {_render(new)}"
-    elif isinstance(node, cst.Call) and (chain := _out_of_place_chain(node)) is not None and _is_statement(
+    elif isinstance(node, cst.Call) and (chain := _out_of_place_chain(ctx, node)) is not None and _is_statement(
         ctx, node, "return "
     ):
         code = _render(chain[1])
+    elif isinstance(node, cst.Call) and (function := _out_of_place_function(ctx, node)) is not None and (
+        _is_statement(ctx, node) or _is_statement(ctx, node, "return ")
+    ):
+        target, new = function
+        code = f"{target} = {_render(new)}" if _is_statement(ctx, node) else _render(new)
     elif isinstance(node, cst.Call) and (functional := _without_inplace(node)) is not None:
         target, new = functional
         code = f"{target} = {_render(new)}" if _is_statement(ctx, node) else _render(new)
@@ -38,17 +46,34 @@ def out_of_place(ctx: FileContext, node: cst.CSTNode, *, item: bool = False) -> 
     return Fix((replace(node, code),), Applicability.UNSAFE, f"Write out of place: `{code}`")
 
 
-def _out_of_place_chain(call: cst.Call) -> tuple[str, cst.Call] | None:
-    """`x.a_(…).b_(…)`, every method in place with an out-of-place twin: (`x`, `x.a(…).b(…)`)."""
+def _out_of_place_chain(ctx: FileContext, call: cst.Call) -> tuple[str, cst.Call] | None:
+    """`x.a_(…).b_(…)`, every method in place with an out-of-place twin: (`x`, `x.a(…).b(…)`); not a
+    module's function (`torch.clamp_(x)`: `torch` is imported)."""
     func = call.func
     if not isinstance(func, cst.Attribute) or func.attr.value not in _methods_with_twin():
         return None
     new_func = func.with_changes(attr=cst.Name(func.attr.value[:-1]))
     if isinstance(func.value, cst.Name):
+        if ctx.semantic.imports.qualify(func.value) is not None:
+            return None
         return func.value.value, call.with_changes(func=new_func)
-    if isinstance(func.value, cst.Call) and (inner := _out_of_place_chain(func.value)) is not None:
+    if isinstance(func.value, cst.Call) and (inner := _out_of_place_chain(ctx, func.value)) is not None:
         return inner[0], call.with_changes(func=new_func.with_changes(value=inner[1]))
     return None
+
+
+def _out_of_place_function(ctx: FileContext, call: cst.Call) -> tuple[str, cst.Call] | None:
+    """`torch.sigmoid_(x, …)` or `F.relu_(x)` with `x` a plain name: (`x`, `torch.sigmoid(x, …)`)."""
+    name = ctx.semantic.imports.qualify(call.func)
+    if name is None or not isinstance(call.func, cst.Attribute) or not call.args or call.args[0].keyword:
+        return None
+    module, _, function = name.rpartition(".")
+    if function not in _functions_with_twin().get(module, ()):
+        return None
+    first = call.args[0].value
+    if not isinstance(first, cst.Name) or ctx.semantic.imports.qualify(first) is not None:
+        return None
+    return first.value, call.with_changes(func=call.func.with_changes(attr=cst.Name(function[:-1])))
 
 
 def _without_inplace(call: cst.Call) -> tuple[str, cst.Call] | None:
@@ -78,7 +103,22 @@ def _render(node: cst.CSTNode) -> str:
 
 @cache
 def _methods_with_twin() -> frozenset[str]:
-    return frozenset(json.loads(data_text("ops.json"))["inplace_methods_with_twin"])
+    return frozenset(_ops()["inplace_methods_with_twin"])
+
+
+@cache
+def _functions_with_twin() -> dict[str, frozenset[str]]:
+    """In-place functions by module whose out-of-place twin exists (`torch.sigmoid_` -> `torch.sigmoid`)."""
+    ops = _ops()
+    return {
+        "torch": frozenset(ops["inplace_functions_with_twin"]),
+        "torch.nn.functional": frozenset(ops["functional_inplace_underscore"]),
+    }
+
+
+@cache
+def _ops() -> dict:
+    return json.loads(data_text("ops.json"))
 
 
 def _is_statement(ctx: FileContext, node: cst.Call, keyword: str = "") -> bool:

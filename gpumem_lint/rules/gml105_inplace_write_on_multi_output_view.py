@@ -111,6 +111,37 @@ clip_rows(torch.randn(3, 3))
             """
 import torch.nn as nn
 
+class StackedCells(nn.Module):
+    def forward(self, x, hx):
+        states = hx.split(1, dim=0)
+        first = states[0].squeeze_(0)
+        return x + first
+""",
+            (7,),
+        ),
+        Invalid(
+            """
+import torch
+
+w = torch.randn(3, 3, requires_grad=True)
+q, k = (torch.randn(2, 3) @ w).chunk(2, dim=0)
+torch.sigmoid_(q)
+(q * k).sum().backward()
+""",
+            (6,),
+            fixed="""
+import torch
+
+w = torch.randn(3, 3, requires_grad=True)
+q, k = (torch.randn(2, 3) @ w).chunk(2, dim=0)
+q = torch.sigmoid(q)
+(q * k).sum().backward()
+""",
+        ),
+        Invalid(
+            """
+import torch.nn as nn
+
 class Attention(nn.Module):
     def forward(self, x):
         q, k, v = self.qkv(x).chunk(3, dim=-1)
