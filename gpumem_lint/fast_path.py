@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 #: (scopes.py: `self.act = nn.ReLU(inplace=True)` in `__init__` makes `self.act(x)` a write in `forward`;
 #: class_facts.py: `self.w = nn.Parameter(...)`, `self.fc = nn.Linear(...)`, `register_buffer`, `x.expand(...)`
 #: say what `self.w`, `self.fc.weight` hold in every method).
-CLASS_LINKS = re.compile(r"inplace|Parameter|register_(?:parameter|buffer)|=\s*(?:torch\.)?nn\.[A-Z]|\.expand(?:_as)?\(|broadcast_to\(")
+CLASS_LINKS = re.compile(
+    r"inplace|Parameter|register_(?:parameter|buffer)|=\s*(?:torch\.)?nn\.[A-Z]|\.expand(?:_as)?\(|broadcast_to\("
+)
 
 #: A function whose result its callers are judged by (semantic/summaries.py): it returns an
 #: `expand` view, the outputs of one split, or a new Parameter. Kept when a kept scope names it.

@@ -28,7 +28,10 @@ def _facts(source: str) -> dict[str, object]:
         ("def f(n):\n    return nn.Parameter(torch.randn(n))\n", Returns(AliasKind.OWN)),
         ("def f(n):\n    return torch.randn(n, requires_grad=True)\n", Returns(AliasKind.OWN)),
         # Not summarised: returns that disagree, a plain tensor, the argument itself, a generator.
-        ("def f(n, shared):\n    if shared:\n        return torch.zeros(1).expand(n)\n    return torch.zeros(n)\n", None),
+        (
+            "def f(n, shared):\n    if shared:\n        return torch.zeros(1).expand(n)\n    return torch.zeros(n)\n",
+            None,
+        ),
         ("def f(n):\n    return torch.zeros(n)\n", None),
         ("def f(x):\n    return x\n", None),
         ("def f(x):\n    yield x\n    return x.chunk(2)\n", None),

@@ -11,7 +11,7 @@ import libcst as cst
 
 from gpumem_lint.semantic.imports import dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import constructed_ndim
-from gpumem_lint.semantic.literals import is_constant, keyword
+from gpumem_lint.semantic.literals import is_constant, keyword, split_like_tensor
 from gpumem_lint.semantic.summaries import Returns
 from gpumem_lint.semantic.values import EMPTY, AliasKind, Grad, Role, State, Storage, Value
 from gpumem_lint.semantic.walk import Walker
@@ -208,7 +208,7 @@ class CallSemantics:
             targets = [receiver, *args] if method.startswith(("train", "fit")) else [receiver]
             self._write_modules(targets, node, state)
             return EMPTY
-        if method in k.multi_view_methods and (array or method in k.tensor_only_methods or _split_like_tensor(node)):
+        if method in k.multi_view_methods and (array or method in k.tensor_only_methods or split_like_tensor(node)):
             return self._alias(receiver, node, AliasKind.MULTI_VIEW, tensor=True)
         if array or method in k.tensor_only_methods:
             if method in k.expand_methods and (node.args or array):
@@ -388,15 +388,3 @@ class _PlaceCollector(Walker):
 
 def _is_training_call(name: str) -> bool:
     return name not in _NOT_TRAINING and bool(_TRAINING_CALL.search(name))
-
-
-def _split_like_tensor(node: cst.Call) -> bool:
-    """`x.split(2)`, `x.split([1, 3], dim=1)`: tensor split, not `str.split(",")`."""
-    if keyword(node, "dim") is not None:
-        return True
-    if not node.args:
-        return False
-    first = node.args[0].value
-    return isinstance(first, (cst.Integer, cst.List, cst.Tuple)) or (
-        isinstance(first, cst.UnaryOperation) and isinstance(first.expression, cst.Integer)
-    )

@@ -1077,8 +1077,21 @@ def _formatted_expressions(node) -> list[cst.BaseExpression]:
 
 #: Types whose instances hold items and are never tensors: `isinstance(x, dict)` narrows x.
 _CONTAINER_TYPES = frozenset(
-    {"dict", "list", "tuple", "set", "Mapping", "MutableMapping", "Sequence", "MutableSequence", "OrderedDict",
-     "defaultdict", "UserDict", "UserList", "namedtuple"}
+    {
+        "dict",
+        "list",
+        "tuple",
+        "set",
+        "Mapping",
+        "MutableMapping",
+        "Sequence",
+        "MutableSequence",
+        "OrderedDict",
+        "defaultdict",
+        "UserDict",
+        "UserList",
+        "namedtuple",
+    }
 )
 
 

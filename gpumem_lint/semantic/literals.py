@@ -16,3 +16,15 @@ def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
 def is_constant(node: cst.BaseExpression | None, constant: str) -> bool:
     """`node` is the literal `True`, `False` or `None`."""
     return isinstance(node, cst.Name) and node.value == constant
+
+
+def split_like_tensor(node: cst.Call) -> bool:
+    """`x.split(2)`, `x.split([1, 3], dim=1)`: tensor split, not `str.split(",")`."""
+    if keyword(node, "dim") is not None:
+        return True
+    if not node.args:
+        return False
+    first = node.args[0].value
+    return isinstance(first, (cst.Integer, cst.List, cst.Tuple)) or (
+        isinstance(first, cst.UnaryOperation) and isinstance(first.expression, cst.Integer)
+    )

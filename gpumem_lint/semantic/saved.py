@@ -170,7 +170,9 @@ class SavedSemantics:
                     self.saved_writes[(id(write), id(saving))] = SavedWrite(write, saving, layers=True)
             name = dotted_name(layer.func) if isinstance(layer, cst.Call) else None
             qualified = self.imports.qualify_name(name) if name is not None else None
-            module = "torch.nn." + qualified.rsplit(".", 1)[-1] if qualified and qualified.startswith("torch.nn.") else None
+            module = (
+                "torch.nn." + qualified.rsplit(".", 1)[-1] if qualified and qualified.startswith("torch.nn.") else None
+            )
             previous = (layer, module.removeprefix("torch.nn.")) if module in modules else None
 
     # ------------------------------------------------------------ checking

@@ -10,7 +10,7 @@ import libcst as cst
 from gpumem_lint.knowledge import knowledge
 from gpumem_lint.semantic.class_facts import ClassFacts, ClassFactsBuilder, ClassTable
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
-from gpumem_lint.semantic.literals import is_constant, keyword
+from gpumem_lint.semantic.literals import is_constant, keyword, split_like_tensor
 from gpumem_lint.semantic.walk import Walker
 
 #: Annotations that say a parameter is not a tensor (`x += 1` rebinds it).
@@ -69,6 +69,7 @@ class ScopeCollector(Walker):
         self._classes: list[_Class | None] = [None]
         self._all_classes: list[_Class] = []
         self._tensor_methods = knowledge().tensor_only_methods
+        self._multi_view_methods = knowledge().multi_view_methods
         self._class_facts = ClassFactsBuilder(self.imports)
         self._freezes = False
 
@@ -120,7 +121,11 @@ class ScopeCollector(Walker):
             self._functions[-1].calls.add(func.value)
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             self._functions[-1].calls.add(f"self.{func.attr.value}")
-        if isinstance(func, cst.Attribute) and func.attr.value in self._tensor_methods:
+        if isinstance(func, cst.Attribute) and (
+            func.attr.value in self._tensor_methods
+            or func.attr.value in self._multi_view_methods
+            and split_like_tensor(node)  # `h.split(1, dim=0)`
+        ):
             place = dotted_name(func.value)
             if place is not None:
                 self._functions[-1].tensor_places.add(place)
