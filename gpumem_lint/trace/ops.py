@@ -38,8 +38,8 @@ class OpInfo:
     #: Each output element is computed from the same element of its inputs (torch.Tag.pointwise, and copy_): an
     #: input laid out exactly as the written tensor is read before it is overwritten.
     elementwise: bool = False
-    #: The schema's argument names, in order (for messages).
-    arguments: tuple[str, ...] = ()
+    #: (position, name) of the tensor arguments it does not write: what it reads.
+    read_arguments: tuple[tuple[int, str], ...] = ()
 
 
 #: Keyed by id(): OpOverload.__hash__ is Python code, and overloads live as long as torch (never reused ids).
@@ -81,7 +81,11 @@ def _analyse(func) -> OpInfo:
             overwrites=name in _OVERWRITES,
             only_when=only_when,
             elementwise=name == "aten::copy_" or _POINTWISE in tags,
-            arguments=tuple(argument.name for argument in arguments),
+            read_arguments=tuple(
+                (index, argument.name)
+                for index, argument in enumerate(arguments)
+                if "Tensor" in str(argument.type) and all(index != position for position, _ in written)
+            ),
         )
     returns_view = any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
     return OpInfo(name=name, kind=VIEW if returns_view else OTHER)

@@ -336,6 +336,8 @@ class Tracker:
     def _check_overlaps(self, info, targets: list, args, kwargs) -> None:
         for target in targets:
             self._check_shared_elements(info, target)
+        if not info.read_arguments:
+            return  # `relu_`, `add_(1)`: nothing else to overlap
         storages: dict[int, list] = {}
         for target in targets:
             try:
@@ -675,20 +677,14 @@ def _written(info, args, kwargs) -> list:
 
 
 def _read_arguments(info, args, kwargs) -> list:
-    """(name, tensor) for the tensor arguments an op does not write."""
-    names, found = info.arguments, []
-    for index, value in enumerate(args):
-        if index not in info.written_positions:
-            if isinstance(value, Tensor):
-                found.append((names[index] if index < len(names) else str(index), value))
-            elif isinstance(value, (list, tuple)):
-                found.extend((names[index] if index < len(names) else str(index), item) for item in value
-                             if isinstance(item, Tensor))
-    for name, value in kwargs.items():
-        if name not in info.written_names:
-            tensors: list = []
-            _add_tensors(tensors, value)
-            found.extend((name, tensor) for tensor in tensors)
+    """(name, tensor) for the tensor arguments an op reads and does not write."""
+    found = []
+    for index, name in info.read_arguments:
+        value = args[index] if index < len(args) else kwargs.get(name)
+        if isinstance(value, Tensor):
+            found.append((name, value))
+        elif isinstance(value, (list, tuple)):
+            found.extend((name, item) for item in value if isinstance(item, Tensor))
     return found
 
 
