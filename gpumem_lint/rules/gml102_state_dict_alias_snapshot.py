@@ -29,6 +29,11 @@ class StateDictAliasSnapshot(Rule):
     ## Known problems
     `{k: v.cpu() for …}` and `v.to("cpu")` copy only when the model is on another
     device; on a CPU model they return the same tensors. They are treated as copies.
+    A call trains the module it is given when its name says so (`train_one_epoch(model)`,
+    `trainer.fit(model)`: `training_calls` in
+    [`heuristics.toml`](../gpumem_lint/knowledge/heuristics.toml)), and `x.step()` is an
+    optimizer step when the optimizer was built in view or `x` is named like one
+    (`optimizer_names`).
 
     ## Example
     ```python

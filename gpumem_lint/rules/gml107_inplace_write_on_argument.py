@@ -1,4 +1,3 @@
-import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -6,45 +5,12 @@ import libcst as cst
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.fixes import Applicability
+from gpumem_lint.knowledge.heuristics import heuristics
 from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.scopes import Scope
 from gpumem_lint.semantic.write_triggers import WRITES
-
-# Words in a function's name (or an enclosing function's) that announce mutation as its job.
-_MUTATING_WORDS = frozenset(
-    {
-        "init",
-        "initialize",
-        "initialise",
-        "reset",
-        "step",
-        "update",
-        "inplace",
-        "fill",
-        "zero",
-        "clip",
-        "copy",
-        "broadcast",
-        "reduce",
-        "allreduce",
-        "scatter",
-        "gather",
-        "sync",
-        "replace",
-        "set",
-        "assign",
-        "write",
-        "mutate",
-        "cast",
-    }
-)
-# Parameters written by contract: outputs, buffers, and batch-norm running statistics.
-_OUTPUT_PARAMETER = re.compile(
-    r"^(out|output|dst|dest|buf|buffer|acc|accumulator|result)$|_(out|buf|buffer)$|^running_"
-)
-_DOCUMENTED_MUTATION = re.compile(r"in[- ]?place", re.IGNORECASE)
 
 
 class InplaceWriteOnArgument(Rule):
@@ -68,6 +34,14 @@ class InplaceWriteOnArgument(Rule):
     parameters named like outputs (`out`, `buf`, `dst`, `*_out`), and for an optional
     parameter (default `None`) that the function fills and returns: an output buffer. Methods other than
     `forward` are not checked: updating state is what they are for.
+
+    ## Known problems
+    Whether mutation is a function's job is partly read from its spelling, in
+    [`heuristics.toml`](../gpumem_lint/knowledge/heuristics.toml): words of its name
+    (`mutating_function_words`: `init`, `reset`, `update`, `fill`, `clip`, ...), parameter
+    names that are outputs by contract (`output_parameters`: `out`, `buf`, `dst`,
+    `running_*`) and a docstring that says "in place" (`documented_mutation`). A function
+    spelled otherwise whose callers rely on its mutation is reported.
 
     ## Example
     ```python
@@ -291,7 +265,7 @@ class PreAct(nn.Module):
                 continue
             for write in facts.argument_writes():
                 name = write.storage.label
-                if _OUTPUT_PARAMETER.search(name) or facts.is_output_buffer(write):
+                if heuristics().output_parameter.search(name) or facts.is_output_buffer(write):
                     continue
                 if scope.name == "forward" and scope.is_method:
                     yield Report(
@@ -333,8 +307,8 @@ def _checked(scope: Scope) -> bool:
         return False
     if scope.mentions_inplace or any(_announces_mutation(name) for name in (*scope.enclosing, scope.name)):
         return False
-    return not (scope.docstring and _DOCUMENTED_MUTATION.search(scope.docstring))
+    return not (scope.docstring and heuristics().documented_mutation.search(scope.docstring))
 
 
 def _announces_mutation(name: str) -> bool:
-    return name.endswith("_") or any(word in _MUTATING_WORDS for word in name.lower().split("_"))
+    return name.endswith("_") or any(word in heuristics().mutating_function_words for word in name.lower().split("_"))

@@ -1,9 +1,9 @@
-import re
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.fixes import Applicability
+from gpumem_lint.knowledge.heuristics import heuristics
 from gpumem_lint.rules._boundaries import crossing_text, cuda_evidence, process_model
 from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
@@ -15,7 +15,6 @@ from gpumem_lint.semantic.values import Write
 
 #: Writes that train a received model (`optimizer.step()`, `train_one_epoch(model)`).
 _TRAINING_OPS = frozenset({"step()", "training call"})
-_SHARING_DOCUMENTED = re.compile(r"in[- ]?place|shared? memory|hogwild", re.IGNORECASE)
 
 
 class ReceiverWritesSharedTensor(Rule):
@@ -45,6 +44,12 @@ class ReceiverWritesSharedTensor(Rule):
     Mutation is taken as the function's job, and not reported, when its name ends with `_`,
     when its docstring says "in place" or "shared memory", and when the parent made the
     tensor shareable on purpose (`share_memory_()`, see GML208).
+
+    ## Known problems
+    A receiver whose docstring says it writes shared memory on purpose ("in place",
+    "shared memory", "Hogwild": `documented_sharing` in
+    [`heuristics.toml`](../gpumem_lint/knowledge/heuristics.toml)) is not reported; one that
+    does so without saying is.
 
     ## Example
     ```python
@@ -270,4 +275,4 @@ def _received_names(receiver: Receiver, write: Write) -> list[str]:
 
 def _mutation_is_the_point(receiver: Receiver) -> bool:
     scope = receiver.facts.scope
-    return scope.name.endswith("_") or bool(scope.docstring and _SHARING_DOCUMENTED.search(scope.docstring))
+    return scope.name.endswith("_") or bool(scope.docstring and heuristics().documented_sharing.search(scope.docstring))

@@ -33,6 +33,13 @@ class CudaTensorToForkedChild(Rule):
 
     Producers that exit before their consumer has received a tensor are GML209's.
 
+    ## Known problems
+    A tensor counts as a CUDA tensor when the syntax that made it says so: `.cuda()`,
+    `device="cuda"`, a name bound to a CUDA device, or a name that holds a device index by
+    convention (`rank`, `local_rank`, `gpu`: `device_index_names` in
+    [`heuristics.toml`](../gpumem_lint/knowledge/heuristics.toml)). A device reached
+    otherwise is not seen.
+
     ## Example
     ```python
     model = Net().cuda()

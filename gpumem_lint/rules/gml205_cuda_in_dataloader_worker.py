@@ -52,7 +52,9 @@ class CudaInDataloaderWorker(Rule):
     ## Known problems
     Callables are followed only within the module: a `collate_fn` imported from another module,
     or passed in by a caller, is not read. A device held in an attribute (`.to(self.device)`)
-    counts only when the module assigns it a CUDA device by name.
+    counts only when the module assigns it a CUDA device by name, or names it like a device
+    index (`rank`, `gpu`: `device_index_names` in
+    [`heuristics.toml`](../gpumem_lint/knowledge/heuristics.toml)).
 
     ## Example
     ```python

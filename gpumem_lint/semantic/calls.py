@@ -4,11 +4,11 @@ whose helpers (`_alias`, `_write`, `_fresh_value`, ...) it uses."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import libcst as cst
 
+from gpumem_lint.knowledge.heuristics import heuristics
 from gpumem_lint.semantic.imports import dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import constructed_ndim
 from gpumem_lint.semantic.literals import is_constant, keyword, split_like_tensor
@@ -21,9 +21,6 @@ _IDENTITY_FUNCTIONS = frozenset({"dict", "list", "tuple", "copy.copy", "collecti
 _CONTAINER_METHODS = frozenset({"items", "values"})
 _ITERATORS = frozenset({"zip", "enumerate", "reversed", "sorted", "iter", "filter"})
 _CONTAINER_STORES = frozenset({"append", "extend", "insert", "add", "appendleft", "setdefault"})
-_TRAINING_CALL = re.compile(r"^(train|fit)(_|$)|_epoch$|_step$|^(step|optimize|learn|update)$", re.IGNORECASE)
-_NOT_TRAINING = frozenset({"train", "eval", "zero_grad", "lr_step"})
-_OPTIMIZER_NAME = re.compile(r"(^|[._])(opt|optim|optimizer|optimiser)\w*$", re.IGNORECASE)
 _BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
 
 
@@ -198,7 +195,7 @@ class CallSemantics:
         if method == "step" and any(h.role is Role.OPTIMIZER for h in receiver.handles):
             self._write_optimizer_targets(receiver, node, state)
             return EMPTY
-        if method == "step" and _OPTIMIZER_NAME.search(dotted_name(node.func.value) or ""):
+        if method == "step" and heuristics().optimizer_name.search(dotted_name(node.func.value) or ""):
             # An optimizer we did not see built: it may update any module of this scope.
             self._write_storages(self.module_storages, node, "step()", state)
             return EMPTY
@@ -387,4 +384,4 @@ class _PlaceCollector(Walker):
 
 
 def _is_training_call(name: str) -> bool:
-    return name not in _NOT_TRAINING and bool(_TRAINING_CALL.search(name))
+    return heuristics().is_training_call(name)

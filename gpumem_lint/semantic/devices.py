@@ -4,16 +4,12 @@ of those (`device = torch.device("cuda" if use_cuda else "cpu")` counts: it may 
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
+from gpumem_lint.knowledge.heuristics import heuristics
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.values import Handle
 from gpumem_lint.semantic.walk import Walker
-
-#: Names that hold a CUDA device index by convention: `.to(rank)`, `device=local_rank`, `.cuda(gpu)`.
-_DEVICE_INDEX = re.compile(r"(^|_)(rank|gpu|gpu_id|device_id)$")
 
 
 class CudaNames(Walker):
@@ -61,7 +57,8 @@ def is_cuda_device(node: cst.BaseExpression, names: set[str], imports: ImportTab
     if isinstance(node, cst.Call) and imports.qualify(node.func) == "torch.device" and node.args:
         return is_cuda_device(node.args[0].value, names, imports)
     name = dotted_name(node)
-    return name is not None and (name in names or bool(_DEVICE_INDEX.search(name)))
+    # A name bound to a CUDA device, or one that holds a device index by convention (heuristics.toml).
+    return name is not None and (name in names or bool(heuristics().device_index_name.search(name)))
 
 
 def moved_to_cuda(body: cst.CSTNode, names: set[str], imports: ImportTable) -> set[str]:
