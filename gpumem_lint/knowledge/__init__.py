@@ -73,6 +73,8 @@ class Knowledge:
     one_dimensional: frozenset[str]
     tuple_output_modules: frozenset[str]
     module_self_methods: frozenset[str]  # `Net().cuda()` is the module itself
+    buffer_makers: frozenset[str]  # `torch.zeros(n)`, `x.clone()`: memory made to be passed and filled
+    buffer_overwrites: frozenset[str]  # `buf.zero_()`: a whole overwrite that readies a buffer
 
     @cached_property
     def tensor_only_methods(self) -> frozenset[str]:
@@ -174,4 +176,6 @@ def knowledge() -> Knowledge:
         one_dimensional=_set(hand["indexing"]["one_dimensional"]),
         tuple_output_modules=_set(f"torch.nn.{name}" for name in hand["module_outputs"]["tuples"]),
         module_self_methods=_set(hand["module_outputs"]["returns_self"]),
+        buffer_makers=_set(hand["output_buffers"]["made_by"]),
+        buffer_overwrites=_set(hand["output_buffers"]["overwritten_by"]),
     )

@@ -5,11 +5,14 @@ import libcst as cst
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.fixes import Applicability
+from gpumem_lint.knowledge import knowledge
 from gpumem_lint.knowledge.heuristics import heuristics
 from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.scopes import Scope
+from gpumem_lint.semantic.values import Write
 from gpumem_lint.semantic.write_triggers import WRITES
 
 
@@ -41,7 +44,9 @@ class InplaceWriteOnArgument(Rule):
     (`mutating_function_words`: `init`, `reset`, `update`, `fill`, `clip`, ...), parameter
     names that are outputs by contract (`output_parameters`: `out`, `buf`, `dst`,
     `running_*`) and a docstring that says "in place" (`documented_mutation`). A function
-    spelled otherwise whose callers rely on its mutation is reported.
+    spelled otherwise whose callers rely on its mutation is reported, unless they pass a
+    buffer to be filled: memory made for the call (`torch.zeros(n)`, `x.clone()`) or
+    overwritten whole before it (`buf.zero_()`, `buf.copy_(src)`).
 
     ## Example
     ```python
@@ -81,6 +86,30 @@ class InplaceWriteOnArgument(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        """
+import torch
+
+def precondition(grad, norms):
+    norms.add_(grad.norm(dim=1))
+    return grad / norms.sqrt().unsqueeze(1)
+
+def step(grads):
+    norms = torch.zeros(len(grads))
+    update = precondition(grads, norms)
+    return update, norms
+""",
+        """
+import torch
+
+def precondition(grad, norms):
+    norms.add_(grad.norm(dim=1))
+    return grad / norms.sqrt().unsqueeze(1)
+
+def step(grads, norms):
+    norms.zero_()
+    update = precondition(grads, norms)
+    return update, norms
+""",
         """
 from typing import Optional
 
@@ -295,9 +324,28 @@ def _confirmed_calls(ctx: FileContext) -> dict[str, tuple[cst.CSTNode, cst.CSTNo
         for write in facts.writes:
             read = facts.own_reads.get(write) or reads_by_write.get(write)
             # Under no_grad (an optimizer step, an update) mutating the argument is the point.
-            if write.callee is not None and read is not None and not write.no_grad:
+            if write.callee is not None and read is not None and not write.no_grad and not _prepared(facts, write):
                 confirmed.setdefault(write.callee, (write.node, read))
     return confirmed
+
+
+def _prepared(facts: ScopeFacts, call: Write) -> bool:
+    """The caller passes a buffer to be filled: memory it made for the call (`torch.zeros(n)`,
+    `x.clone()`) or overwrote whole (`buf.zero_()`, `buf.copy_(src)`)."""
+    k = knowledge()
+    root = list(call.writer.chain())[-1]
+    if isinstance(root.node, cst.Call) and _called_name(root.node) in k.buffer_makers:
+        return True
+    return any(
+        write.op in k.buffer_overwrites and not write.partial and write.storage.related(call.storage)
+        for write in facts.writes
+        if write is not call and write.callee is None
+    )
+
+
+def _called_name(node: cst.Call) -> str | None:
+    func = node.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
 
 
 def _checked(scope: Scope) -> bool:
