@@ -6,7 +6,7 @@
 - `check` / `reached-not-observed`: a static finding whose line ran (an op or event was seen there) without the
   hazard happening on this run.
 - `check` / `not-reached`: a static finding whose line never showed up at run time.
-- `check` / `not-traced`: tracing stopped (`--max-ops`, `--max-seconds`) before the run could show either.
+- `check` / `not-traced`: tracing stopped (`--max-ops`, `--max-seconds`, `--trace-steps`) before the run could show either.
 Repeats are one finding with a count: every run-time finding of one static finding, of one line and code.
 The static pass covers the script and every first-party module that was imported while it ran
 (sites.executed_first_party_files).
