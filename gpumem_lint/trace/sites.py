@@ -89,7 +89,10 @@ class SiteFinder:
             verdict = self._is_user[id(code)] = self.is_user_file(code.co_filename)
             (self._user_codes if verdict else self._library_codes).append(code)
             if verdict and self._tool is not None:
-                _monitoring.set_local_events(self._tool, code, _FRAME_EVENTS)
+                try:
+                    _monitoring.set_local_events(self._tool, code, _FRAME_EVENTS)
+                except ValueError:  # a code object that cannot be instrumented: from now on, walk the frames
+                    self._threads = None
         return verdict
 
     def user_site(self) -> Site | None:
@@ -173,7 +176,10 @@ class SiteFinder:
     def _on_start(self, code, offset):
         verdict = self._is_user.get(id(code))
         if verdict is None:
-            verdict = self._user_code(code)
+            try:
+                verdict = self._user_code(code)
+            except Exception:  # a callback's exception would surface in the program: this code stays unmonitored
+                return _monitoring.DISABLE
         if not verdict:
             return _monitoring.DISABLE  # a library function: its start is never reported again
         frames = getattr(self._threads, "frames", None)
