@@ -117,3 +117,52 @@ def test_options_the_quick_parser_does_not_know_go_to_typer(tmp_path):
     assert code == 0 and "typer" in loaded
     code, loaded, _ = _modules_loaded(tmp_path, ["--no-cache", "--output-format", "xml", "tiny.py"])
     assert code == 2 and "typer" in loaded  # typer's own message names the choices
+
+
+QUICK_FORMS = [
+    ["--no-cache", "-q", "tiny.py"],
+    ["check", "--force-exclude", "tiny.py"],
+    ["--no-cache", "bad.py", "tiny.py"],
+    ["--no-cache", "--output-format", "concise", "bad.py", "hazard.py"],
+    ["--no-cache", "--output-format=json", "hazard.py"],
+    ["--no-cache", "--output-format", "sarif", "tiny.py"],
+    ["--no-cache", "-e", "--select", "GML1", "--ignore=GML103", "hazard.py"],
+    ["--no-cache", "--extend-select", "GML002", "--select", "GML001,GML106", "hazard.py"],
+    ["--no-cache", "--select", "NOPE", "tiny.py"],
+    ["--no-cache", "missing.py", "tiny.py"],
+    ["--no-cache", "--config", "other.toml", "tiny.py"],
+    ["--no-cache", "empty"],
+    ["--cache-dir", "elsewhere", "-q", "hazard.py", "tiny.py"],
+    [],
+]
+
+
+@pytest.mark.parametrize("arguments", QUICK_FORMS, ids=" ".join)
+def test_the_quick_parser_answers_as_typer_does(tmp_path, monkeypatch, capsys, arguments):
+    """`cli.main` parses the common forms of `check` without typer: the same output and exit code."""
+    from gpumem_lint import cli
+
+    monkeypatch.chdir(tmp_path)
+    for variable in ("GPUMEM_LINT_OUTPUT_FORMAT", "GPUMEM_LINT_CACHE_DIR"):
+        monkeypatch.delenv(variable, raising=False)
+    (tmp_path / "tiny.py").write_text("x = 1\n")
+    (tmp_path / "bad.py").write_text("def f(:\n")
+    (tmp_path / "hazard.py").write_text("import torch\n\nx = torch.zeros(3)\ny = x.numpy()\nx.add_(1)\nprint(y)\n")
+    (tmp_path / "empty").mkdir()
+
+    real, answered = cli._quick_check, []
+
+    def outcome(quick: bool) -> tuple[object, str, str]:
+        def recording(arguments):
+            answered.append(real(arguments) if quick else None)
+            return answered[-1]
+
+        monkeypatch.setattr(cli, "_quick_check", recording)
+        with pytest.raises(SystemExit) as done:
+            cli.main(list(arguments))
+        out, err = capsys.readouterr()
+        return done.value.code, out, err
+
+    quick, typer_run = outcome(True), outcome(False)
+    assert answered[0] is not None  # the quick parser took this command line
+    assert quick == typer_run
