@@ -80,6 +80,21 @@ class InplaceWriteOnSavedTensor(Rule):
     VALID = (
         """
 import torch
+
+def train(accelerator, model, train_dataloader, epochs):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model, train_dataloader, optimizer = accelerator.prepare(model, train_dataloader, optimizer)
+    for epoch in range(epochs):
+        total_loss = 0
+        for batch in train_dataloader:
+            loss = model(**batch).loss
+            total_loss += loss.detach().float()
+            accelerator.backward(loss)
+            optimizer.step()
+        print(total_loss / len(train_dataloader))
+""",
+        """
+import torch
 import torch.nn as nn
 
 stem = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(inplace=True))
@@ -190,6 +205,49 @@ y.sum().backward()
 """,
     )
     INVALID = (
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Router(nn.Module):
+    def __init__(self, d, experts, k):
+        super().__init__()
+        self.gate = nn.Linear(d, experts)
+        self.k = k
+
+    def forward(self, x):
+        scores, indices = self.gate(x).topk(self.k, dim=-1)
+        weights = F.softmax(scores, dim=-1)
+        weights /= weights.sum(dim=-1, keepdim=True)
+        return weights, indices
+
+weights, _ = Router(4, 8, 2)(torch.randn(3, 4))
+(weights * torch.randn(3, 2)).sum().backward()
+""",
+            (15,),
+            fixed="""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Router(nn.Module):
+    def __init__(self, d, experts, k):
+        super().__init__()
+        self.gate = nn.Linear(d, experts)
+        self.k = k
+
+    def forward(self, x):
+        scores, indices = self.gate(x).topk(self.k, dim=-1)
+        weights = F.softmax(scores, dim=-1)
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+        return weights, indices
+
+weights, _ = Router(4, 8, 2)(torch.randn(3, 4))
+(weights * torch.randn(3, 2)).sum().backward()
+""",
+        ),
         Invalid(
             """
 import torch

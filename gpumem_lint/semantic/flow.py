@@ -400,7 +400,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 )
             else:  # `values, indices = x.sort()`: separate new tensors; `a, b = pair`: a forward's tuple input
                 handle = self._fresh((made_by, position), dotted_name(element.value) or "", value)
-                handle.grad = output_grad(made_by, position, value, self.k.index_outputs)
+                if self._tensor_op(made_by):  # `scores, indices = x.topk(k)`; not `model, loader = prepare(...)`
+                    handle.grad = output_grad(made_by, position, value, self.k.index_outputs)
                 self._bind(element.value, value.with_handles({handle}), made_by, state)
 
     def _bind_pairwise(self, elements, sources: list[list[cst.BaseExpression]], state: State) -> None:
@@ -994,6 +995,15 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
     def _in_graph(self, value: Value) -> None:
         if not self._no_grad:
             self.graph_storages.update(handle.storage for handle in value.handles)
+
+    def _tensor_op(self, node: cst.CSTNode) -> bool:
+        """A torch function or a tensor method: its outputs are tensors computed from its inputs."""
+        if not isinstance(node, cst.Call):
+            return False
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in self.k.tensor_only_methods:
+            return True
+        return (self.imports.qualify(func) or "").startswith("torch.")
 
     def _only_assumed(self, value: Value) -> bool:
         """`forward(self, x)`'s `x` as passed, taken for a tensor without evidence: unpacking it
