@@ -1,11 +1,13 @@
 from collections.abc import Iterator
 
+import libcst as cst
+
 from gpumem_lint.context import FileContext
 from gpumem_lint.fixes import Applicability
 from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.values import AliasKind
+from gpumem_lint.semantic.values import AliasKind, Write
 from gpumem_lint.semantic.write_triggers import WRITES
 
 
@@ -79,6 +81,54 @@ def scaled(mask, n):
 """,
     )
     INVALID = (
+        Invalid(
+            """
+import torch
+
+def to_grayscale(images):
+    gray = 0.299 * images[:, 0:1] + 0.587 * images[:, 1:2] + 0.114 * images[:, 2:3]
+    return gray.expand(-1, 3, -1, -1)
+
+batch = to_grayscale(torch.rand(2, 3, 4, 4))
+batch.sub_(0.5)
+""",
+            (9,),
+            fixed="""
+import torch
+
+def to_grayscale(images):
+    gray = 0.299 * images[:, 0:1] + 0.587 * images[:, 1:2] + 0.114 * images[:, 2:3]
+    return gray.expand(-1, 3, -1, -1)
+
+batch = to_grayscale(torch.rand(2, 3, 4, 4))
+batch = batch.sub(0.5)
+""",
+        ),
+        Invalid(
+            """
+import torch
+
+class Momentum(torch.optim.Optimizer):
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, {"lr": lr})
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if "buf" not in state:
+                    state["buf"] = torch.zeros(1).expand_as(p)
+                state["buf"].mul_(0.9).add_(p.grad)
+                p.add_(state["buf"], alpha=-group["lr"])
+
+w = torch.nn.Parameter(torch.randn(3))
+opt = Momentum([w])
+w.sum().backward()
+opt.step()
+""",
+            (15,),
+        ),
         Invalid(
             """
 import torch
@@ -169,7 +219,17 @@ print(align(torch.tensor([[-1.0], [2.0]]), torch.ones(2, 3)).tolist())
                     yield Report(
                         write.node,
                         f"{write_text(ctx, write)} writes in place to an expanded tensor (line "
-                        f"{ctx.line(write.writer.node)}) whose elements share memory: PyTorch raises "
+                        f"{ctx.line(_expanded_at(write))}) whose elements share memory: PyTorch raises "
                         '"more than one element of the written-to tensor refers to a single memory location"',
                         fix=unshared_write(ctx, write),
                     )
+
+
+def _expanded_at(write: Write) -> cst.CSTNode:
+    """Where the expand view was made: through a container (`state["buf"]`) or a helper's result,
+    the first handle of the chain that is one."""
+    origin = write.writer.node
+    for handle in write.writer.chain():
+        if handle.kind is AliasKind.EXPAND and handle.node is not None:
+            origin = handle.node
+    return origin
