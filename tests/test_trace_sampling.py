@@ -3,6 +3,7 @@ dispatch mode comes off and the program runs at full speed; what costs nothing p
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 import textwrap
@@ -106,7 +107,7 @@ def trace(tmp_path, source: str, *options: str):
 
 
 def modes(done) -> list[str]:
-    return eval(done.stdout.strip().splitlines()[-1])  # the program's own print of a list of names
+    return ast.literal_eval(done.stdout.strip().splitlines()[-1])  # the program's own print of a list of names
 
 
 def test_one_step_then_the_next_forward_then_no_dispatch_mode(tmp_path):
