@@ -4,6 +4,7 @@ the fix `check --fix` applies to a confirmed one; json carries the same lines as
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 
 import pytest
@@ -67,3 +68,13 @@ def test_json_carries_the_story_as_related_locations(reports):
         ("read", 6),
     ]
     assert confirmed["fix"]["applicability"] == "unsafe"
+
+
+def test_a_failing_cuda_start_shows_torchs_own_traceback(tmp_path):
+    """torch.cuda's initialisation is recorded from `is_initialized()`, which has returned before `_lazy_init`
+    raises: the traceback (on a CPU build, "Torch not compiled with CUDA enabled") is the plain run's."""
+    script = tmp_path / "program.py"
+    script.write_text("import torch\n\ntorch.zeros(1, device='cuda')\nprint('ran')\n", encoding="utf-8")
+    plain = run([sys.executable, str(script)], tmp_path)
+    traced = run(trace_command("--no-static", "-o", str(tmp_path / "report.txt"), str(script)), tmp_path)
+    assert (traced.stdout, traced.stderr, traced.returncode) == (plain.stdout, plain.stderr, plain.returncode)
