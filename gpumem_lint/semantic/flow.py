@@ -219,14 +219,15 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             self._eval(node.test, state)
             narrowed = _container_checks(node.test)  # `if isinstance(obj, dict):` obj holds items there
             self._containers.extend(narrowed)
-            then = self._block(node.body.body, state.copy())
+            then = self._block(node.body.body, self._narrowed(node.test, state.copy(), True))
             del self._containers[len(self._containers) - len(narrowed) :]
+            skipped = self._narrowed(node.test, state.copy(), False)
             if node.orelse is None:
-                return then.join(state)
+                return then.join(skipped)
             if isinstance(node.orelse, cst.If):
-                other = self._statement(node.orelse, state.copy())
+                other = self._statement(node.orelse, skipped)
             else:
-                other = self._block(node.orelse.body.body, state.copy())
+                other = self._block(node.orelse.body.body, skipped)
             return then.join(other)
         if isinstance(node, (cst.For, cst.While)):
             return self._loop(node, state)
@@ -621,7 +622,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return self._comprehension(node, state)
         if kind is cst.IfExp:
             self._eval(node.test, state)
-            body, orelse = self._eval(node.body, state), self._eval(node.orelse, state)
+            body = self._eval(node.body, self._narrowed(node.test, state.copy(), True))
+            orelse = self._eval(node.orelse, self._narrowed(node.test, state.copy(), False))
             return Value(
                 body.handles | orelse.handles,
                 body.tensor or orelse.tensor,
@@ -996,6 +998,23 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         if not self._no_grad:
             self.graph_storages.update(handle.storage for handle in value.handles)
 
+    def _narrowed(self, test: cst.BaseExpression, state: State, holds: bool) -> State:
+        """`state` where `test` is `holds`: `x is None` there binds x to None, `x is not None`
+        leaves out the None it may hold (`if img is not None: img = up(img)` ... `img.add_(y) if
+        img is not None else y` never writes the caller's `img`)."""
+        check = _none_check(test)
+        if check is None:
+            return state
+        place, is_none = check
+        if place in state.env and is_none == holds:
+            state.env[place] = frozenset({self._none(place)})
+        elif place in state.env:
+            state.env[place] = frozenset(h for h in state.env[place] if h.storage.origin != "none")
+        return state
+
+    def _none(self, place: str) -> Handle:
+        return self._handle(("none", place), self._storage(("none", place), place, "none"), AliasKind.OWN, None)
+
     def _tensor_op(self, node: cst.CSTNode) -> bool:
         """A torch function or a tensor method: its outputs are tensors computed from its inputs."""
         if not isinstance(node, cst.Call):
@@ -1120,6 +1139,21 @@ def _container_checks(test: cst.BaseExpression) -> list[str]:
     if place is None or not kinds or not all(k is not None and k.rsplit(".", 1)[-1] in _CONTAINER_TYPES for k in kinds):
         return []
     return [place]
+
+
+def _none_check(test: cst.BaseExpression) -> tuple[str, bool] | None:
+    """`x is None` -> (x, True); `x is not None` -> (x, False); anything else None."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    target = test.comparisons[0]
+    place = dotted_name(test.left)
+    if place is None or not is_constant(target.comparator, "None"):
+        return None
+    if isinstance(target.operator, cst.Is):
+        return place, True
+    if isinstance(target.operator, cst.IsNot):
+        return place, False
+    return None
 
 
 def _literal_key(node: cst.Subscript) -> str | None:
