@@ -74,6 +74,16 @@ class StateDictAliasSnapshot(Rule):
     scope_triggers = WRITES
     VALID = (
         """
+import torch
+
+def check_warm_start(model, new_model, x, y):
+    model.fit(x, y)
+    state = model.state_dict()
+    new_model.fit(x, y, initialization=state)
+    for key, value in state.items():
+        assert torch.equal(value, new_model.state_dict()[key])
+""",
+        """
 from trainer.optim import StepInBackward
 
 

@@ -326,8 +326,9 @@ class CallSemantics:
                 self._write(value, node, f"{mutator.name}()", state, callee=mutator.name)
 
     def _write_modules(self, values: list[Value], node: cst.CSTNode, state: State) -> None:
-        """`train_one_epoch(model)`, `self.train_epoch()`: the modules they reach are trained."""
-        storages = {h.storage for value in values for h in value.handles}
+        """`train_one_epoch(model)`, `self.train_epoch()`: the modules they reach are trained. A
+        `state_dict()` passed along (`fit(x, init=sd)`) is what the call reads, not a module it trains."""
+        storages = {h.storage for value in values for h in value.handles if h.kind is not AliasKind.STATE_DICT}
         trained = {module for module in self.module_storages if any(module.related(s) for s in storages)}
         if trained:
             self._write_storages(trained, node, "training call", state)
