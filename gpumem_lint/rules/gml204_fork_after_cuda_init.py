@@ -195,6 +195,7 @@ if __name__ == "__main__":
     model = torch.nn.Linear(2, 2).to("cuda")
     with ProcessPoolExecutor(2) as pool:
         results = [pool.submit(score, batch) for batch in ([1.0], [2.0])]
+        print([result.result() for result in results])
 """,
             (12,),
             fixed="""
@@ -211,7 +212,10 @@ if __name__ == "__main__":
     model = torch.nn.Linear(2, 2).to("cuda")
     with ProcessPoolExecutor(2) as pool:
         results = [pool.submit(score, batch) for batch in ([1.0], [2.0])]
+        print([result.result() for result in results])
 """,
+           prints="[1.0, 2.0]",
+            cuda=1,
         ),
         Invalid(
             """
