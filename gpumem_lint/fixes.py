@@ -153,6 +153,14 @@ def source_line(text: str, row: int) -> str:
     return _LINE_BREAK.sub("", text[starts[row - 1] : end])
 
 
+def source_rows(text: str, start: int, end: int | None = None) -> list[str]:
+    """Rows `start` to `end` (1-based, inclusive; None: to the end) with their line breaks, as
+    Python counts rows (a form feed is inside a row)."""
+    starts = line_starts(text)
+    last = len(starts) if end is None else min(end, len(starts))
+    return [text[starts[row - 1] : starts[row] if row < len(starts) else len(text)] for row in range(start, last + 1)]
+
+
 def line_starts(text: str) -> list[int]:
     """Offsets where each 1-based row begins (index 0 is row 1)."""
     return [0, *(match.end() for match in _LINE_BREAK.finditer(text))]

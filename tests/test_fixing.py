@@ -353,3 +353,25 @@ def test_a_form_feed_above_does_not_move_a_statement_fix():
     outcome = fix_source(source, "example.py", ALL_RULES, unsafe=True)
     assert outcome.broken == ()
     assert outcome.text.endswith("with torch.no_grad():\n    w.add_(1)\n")
+
+
+_FORM_FEED_LINE = "x = 1  \x0c  # a form feed inside a row\n"
+
+
+@pytest.mark.parametrize(
+    "example",
+    [
+        example
+        for rule in ALL_RULES
+        for example in rule.INVALID
+        if example.fixed is not None and example.code.startswith("\nimport")
+    ],
+    ids=lambda example: example.code.strip().splitlines()[-1][:40],
+)
+def test_fixes_count_rows_as_python_does(example):
+    """A form feed is inside a row for Python and libcst, a line break for str.splitlines: a fix that
+    moved or indented rows by splitlines edited the wrong ones (found by test_generated_programs)."""
+    source = _FORM_FEED_LINE + example.code
+    fixed = fix_source(source, "example.py", ALL_RULES, unsafe=True)
+    assert not fixed.broken
+    assert fixed.text == _FORM_FEED_LINE + example.fixed

@@ -16,6 +16,7 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Applicability, Edit, Fix, Position
+from gpumem_lint.fixes import source_rows
 from gpumem_lint.knowledge.lockin import Variable, lockin_table
 from gpumem_lint.rules._bindings import bound_names
 from gpumem_lint.rules._test_files import is_test_file
@@ -133,7 +134,7 @@ def _move_above_import(ctx: FileContext, write: EnvWrite, site: Site) -> Fix | N
     if _loaded_names(moved) & set().union(*(bound_names(s) for s in skipped)):
         return None  # it reads a name that the statements it moves above bind
     start, end = positions[moved].start.line, positions[moved].end.line
-    text = "".join(ctx.text.splitlines(keepends=True)[start - 1 : end])
+    text = "".join(source_rows(ctx.text, start, end))
     return Fix(
         (
             Edit(Position(above, 1), Position(above, 1), text if text.endswith("\n") else text + "\n"),

@@ -4,7 +4,7 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Position, Severity
-from gpumem_lint.fixes import Applicability, Edit, Fix, line_starts
+from gpumem_lint.fixes import Applicability, Edit, Fix, line_starts, source_rows
 from gpumem_lint.rules._boundaries import crossing_text, is_main_guard, process_model, start_method_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.processes import PROCESS_CROSSING
@@ -161,7 +161,7 @@ def _guard_the_rest(ctx: FileContext, launch: cst.CSTNode) -> Fix | None:
     if first is None or any(_defines(statement) or _spans_lines_in_a_string(ctx, statement) for statement in body[first:]):
         return None
     start = positions[body[first]].start.line
-    lines = ctx.text.splitlines(keepends=True)[start - 1 :]
+    lines = source_rows(ctx.text, start)
     indented = "".join(f"    {line}" if line.strip() else line for line in lines)
     starts = line_starts(ctx.text)
     end = Position(len(starts), len(ctx.text) - starts[-1] + 1)  # the end of the file
