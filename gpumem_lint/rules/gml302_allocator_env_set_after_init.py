@@ -48,8 +48,9 @@ class AllocatorEnvSetAfterInit(Rule):
 
     model = build_model().cuda()
     ```
-    or, at run time, `torch.cuda.memory._set_allocator_settings("expandable_segments:True")`
-    (new segments only).
+    torch has no public call that changes the settings at run time: its private
+    `torch.cuda.memory._set_allocator_settings` is deprecated (it warns and forwards to another
+    private binding, GML405).
 
     ## Fix safety
     The fix moves the write above the statement of the same block that locked it (`import torch`
@@ -68,7 +69,7 @@ class AllocatorEnvSetAfterInit(Rule):
     name = "allocator-env-set-after-init"
     severity = Severity.ERROR
     summary = "Allocator variable set after the CUDA allocator read it"
-    fix_title = "Set it before the first CUDA call (or in the launcher); at run time use `torch.cuda.memory._set_allocator_settings`"
+    fix_title = "Set it before the first CUDA call, or in the launcher (`PYTORCH_CUDA_ALLOC_CONF=... python train.py`)"
     triggers = ENV_TRIGGERS
     file_trigger = ENV_WRITE
     fix_applicability = Applicability.UNSAFE
