@@ -70,7 +70,7 @@ def methods_reached(methods: dict[str, cst.FunctionDef], entries: tuple[str, ...
         if name in found or name == "__init__":
             continue
         found[name] = methods[name]
-        pending.extend(callee for callee in _self_calls(found[name]) if callee in methods)
+        pending.extend(callee for callee in self_calls(found[name]) if callee in methods)
     return found
 
 
@@ -230,7 +230,8 @@ def _methods(node: cst.ClassDef) -> dict[str, cst.FunctionDef]:
     return {statement.name.value: statement for statement in node.body.body if isinstance(statement, cst.FunctionDef)}
 
 
-def _self_calls(function: cst.FunctionDef) -> set[str]:
+def self_calls(function: cst.FunctionDef) -> set[str]:
+    """The names called as `self.<name>(...)` in a function's body: methods, or callables held in attributes."""
     collector = _SelfCalls()
     collector.walk(function.body)
     return collector.names

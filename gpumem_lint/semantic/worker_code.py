@@ -20,7 +20,14 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from gpumem_lint.semantic.datasets import Datasets, DatasetClass, WorkerLoader, methods_reached, self_attribute
+from gpumem_lint.semantic.datasets import (
+    DatasetClass,
+    Datasets,
+    WorkerLoader,
+    methods_reached,
+    self_attribute,
+    self_calls,
+)
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.literals import keyword
 from gpumem_lint.semantic.walk import Walker
@@ -125,10 +132,8 @@ def _transforms(cls: DatasetClass, datasets: Datasets) -> dict[str, list[cst.Bas
     init = cls.methods.get("__init__")
     if init is None:
         return {}
-    called = _AttributeCalls()
-    for method in cls.worker_methods().values():
-        called.walk(method.body)
-    attributes = called.names - cls.methods.keys()
+    called = set().union(*(self_calls(method) for method in cls.worker_methods().values()))
+    attributes = called - cls.methods.keys()
     if not attributes:
         return {}
     parameters = [param.name.value for param in init.params.params]
@@ -153,18 +158,6 @@ def _argument(call: cst.Call, name: str, position: int) -> cst.BaseExpression | 
         return passed
     positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
     return positional[position] if 0 <= position < len(positional) else None
-
-
-class _AttributeCalls(Walker):
-    """`self.<name>(...)`."""
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            self.names.add(func.attr.value)
 
 
 class _Stores(Walker):
