@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -52,6 +54,27 @@ def test_f5_inplace_write_to_expanded_tensor_raises():
     expanded = torch.zeros(1, 4).expand(3, 4)
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         expanded.add_(1)
+
+
+@pytest.mark.parametrize(
+    ("write", "raises"),
+    [
+        ("e[0] = 5", True),  # row 0 repeats one element along the expanded dimension 1
+        ("e[1:] = 5", True),
+        ("e[:, 0] = 5", False),  # one element of each row: three locations
+        ("e[0, 0] = 5", False),
+        ("e[e > 2] = 5", False),  # a mask: deprecated, a warning only
+    ],
+)
+def test_f5_indexed_assignment_raises_where_the_part_still_repeats(write, raises):
+    e = torch.rand(3, 1).expand(3, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        if raises:
+            with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+                exec(write)
+        else:
+            exec(write)
 
 
 def test_f6_inplace_write_to_chunk_output():

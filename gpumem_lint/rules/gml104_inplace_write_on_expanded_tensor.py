@@ -7,6 +7,7 @@ from gpumem_lint.fixes import Applicability
 from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.indexing import expanded_dims, keeps_dims
 from gpumem_lint.semantic.values import AliasKind, Write
 from gpumem_lint.semantic.write_triggers import WRITES
 
@@ -14,7 +15,8 @@ from gpumem_lint.semantic.write_triggers import WRITES
 class InplaceWriteOnExpandedTensor(Rule):
     """
     ## What it does
-    Flags an in-place write (`add_`, `+=`, `x[:] = …`, `out=`) to the result of
+    Flags an in-place write (`add_`, `+=`, `out=`, an indexed assignment whose part still
+    repeats an element: `J[:, i] = …` where `J` repeats along dimension 0) to the result of
     `expand`, `expand_as`, `broadcast_to` or `torch.broadcast_tensors`, also when the
     expanded view is kept in an attribute or a buffer (`register_buffer("m", t.expand(n, -1))`
     in `__init__`) and written in another method.
@@ -26,6 +28,12 @@ class InplaceWriteOnExpandedTensor(Rule):
     refers to a single memory location. Please clone() the tensor before performing the
     operation.` ([docs/facts.md](../docs/facts.md) F5). Where the expansion happens to be a
     no-op the write goes through to the source tensor instead, which is rarely meant.
+
+    ## Known problems
+    An indexed assignment (`J[:, i] = v`) is reported only where the syntax shows which
+    dimension `expand` stretches (`x.unsqueeze(0)`, `x.view(k, 1)`, `x[None]`,
+    `torch.rand(3, 1)` before it) and the index keeps it; one through a mask or an index
+    tensor only warns (deprecated) today and is not reported (F5).
 
     ## Example
     ```python
@@ -60,6 +68,16 @@ class InplaceWriteOnExpandedTensor(Rule):
         """
 import torch
 
+def marginals(joint, eps=1e-8):
+    k = joint.size(0)
+    p_i = joint.sum(dim=1).view(k, 1).expand(k, k)
+    p_i[:, 0] = eps
+    p_i[p_i < eps] = eps
+    return p_i
+""",
+        """
+import torch
+
 bias = torch.zeros(4)
 tiled = bias.expand(3, 4).clone()
 tiled += 1
@@ -81,6 +99,24 @@ def scaled(mask, n):
 """,
     )
     INVALID = (
+        Invalid(
+            """
+import torch
+
+J = torch.eye(2).unsqueeze(0).expand(5, 2, 2)
+for i in range(2):
+    J[:, i, :] = torch.randn(5, 2)
+""",
+            (6,),
+            fixed="""
+import torch
+
+J = torch.eye(2).unsqueeze(0).expand(5, 2, 2)
+for i in range(2):
+    J = J.clone()
+    J[:, i, :] = torch.randn(5, 2)
+""",
+        ),
         Invalid(
             """
 import torch
@@ -215,7 +251,7 @@ print(align(torch.tensor([[-1.0], [2.0]]), torch.ones(2, 3)).tolist())
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
             for write in facts.writes:
-                if write.writer.kind is AliasKind.EXPAND and not write.op.startswith("[]"):
+                if write.writer.kind is AliasKind.EXPAND and (not write.op.startswith("[]") or _hits_repeats(write)):
                     yield Report(
                         write.node,
                         f"{write_text(ctx, write)} writes in place to an expanded tensor (line "
@@ -223,6 +259,13 @@ print(align(torch.tensor([[-1.0], [2.0]]), torch.ones(2, 3)).tolist())
                         '"more than one element of the written-to tensor refers to a single memory location"',
                         fix=unshared_write(ctx, write),
                     )
+
+
+def _hits_repeats(write: Write) -> bool:
+    """`J[:, i] = v` on `eye(2).unsqueeze(0).expand(5, 2, 2)`: the indexed part still repeats one
+    element along dimension 0 (F5); `J[0] = v` writes one copy of each element."""
+    target = write.node.target if isinstance(write.node, cst.AugAssign) else write.node
+    return isinstance(target, cst.Subscript) and keeps_dims(target, expanded_dims(_expanded_at(write)))
 
 
 def _expanded_at(write: Write) -> cst.CSTNode:

@@ -46,3 +46,81 @@ def integer_count(node: cst.Subscript) -> int | None:
 def gives_scalar(base_ndims: set[int | None], integers: int | None) -> bool:
     """numpy's `a[i]` on a 1-D array (an integer for every dimension) is a scalar copy."""
     return integers is not None and base_ndims == {integers}
+
+
+def expanded_dims(expand: cst.CSTNode) -> frozenset[int]:
+    """The dimensions an `expand` call repeats, where the syntax shows the size-1 dimension it
+    stretches: `x.unsqueeze(0).expand(n, d)` -> {0}, `x.view(k, 1).expand(k, k)` -> {1},
+    `x[None].expand(n, d)` -> {0}; empty when unsaid."""
+    if not (isinstance(expand, cst.Call) and isinstance(expand.func, cst.Attribute)):
+        return frozenset()
+    if expand.func.attr.value != "expand" or any(arg.keyword or arg.star for arg in expand.args):
+        return frozenset()
+    sizes = [arg.value for arg in expand.args]
+    if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+        sizes = [element.value for element in sizes[0].elements]
+    return frozenset(d for d in _size_one_dims(expand.func.value, len(sizes)) if not _is_one_or_keep(sizes[d]))
+
+
+def _size_one_dims(base: cst.BaseExpression, ndim: int) -> set[int]:
+    if isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute) and base.args:
+        method, args = base.func.attr.value, [arg.value for arg in base.args]
+        if method == "unsqueeze" and len(args) == 1 and _integer(args[0]) is not None:
+            position = _integer(args[0])
+            position = position + ndim if position < 0 else position
+            return {position} if 0 <= position < ndim else set()
+        shaped = method in ("view", "reshape") or (
+            method in _TORCH_FACTORIES and isinstance(base.func.value, cst.Name) and base.func.value.value == "torch"
+        )
+        if shaped and len(args) == ndim:  # `x.view(k, 1)`, `torch.rand(3, 1)`
+            return {d for d, size in enumerate(args) if _integer(size) == 1}
+    if isinstance(base, cst.Subscript) and len(base.slice) <= ndim:
+        indexes = [element.slice for element in base.slice]
+        if all(_is_none(i) or _is_full_slice(i) for i in indexes):
+            return {d for d, index in enumerate(indexes) if _is_none(index)}
+    return set()
+
+
+def keeps_dims(target: cst.Subscript, dims: frozenset[int]) -> bool:
+    """Whether basic indexing `x[...]` keeps one of `dims` with more than one element: a full slice
+    or no index there (`J[:, i]` keeps dimension 0, `J[0]` does not). False where unknown: `...`,
+    `None`, or an index that may be a mask or an index tensor (`x[x < 0] = v` only warns)."""
+    indexes = [element.slice for element in target.slice]
+    if not all(isinstance(i, cst.Slice) or _plain_integer(i) for i in indexes):
+        return False
+    return any(d >= len(indexes) or _is_full_slice(indexes[d]) for d in dims)
+
+
+#: `torch.<name>(*sizes)`: factories whose positional arguments are the shape.
+_TORCH_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})
+
+
+def _plain_integer(index: cst.BaseSlice) -> bool:
+    """An integer literal or a name (taken for an integer: a loop index)."""
+    if not isinstance(index, cst.Index):
+        return False
+    value = index.value
+    if isinstance(value, cst.Name):
+        return value.value != "None"
+    return _integer(value) is not None
+
+
+def _integer(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, cst.Integer):
+        return int(node.value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = _integer(node.expression)
+        return None if inner is None else -inner
+    return None
+
+
+def _is_one_or_keep(size: cst.BaseExpression) -> bool:
+    return _integer(size) in (1, -1)
+
+
+def _is_none(index: cst.BaseSlice) -> bool:
+    return isinstance(index, cst.Index) and isinstance(index.value, cst.Name) and index.value.value == "None"
+
+
+def _is_full_slice(index: cst.BaseSlice) -> bool:
+    return isinstance(index, cst.Slice) and index.lower is None and index.upper is None
