@@ -38,7 +38,7 @@ def test_paused_leaves_the_collector_as_it_found_it(enabled):
 
 def test_a_run_lints_under_the_linting_collector_and_restores_it(tmp_path, monkeypatch):
     source = tmp_path / "a.py"
-    source.write_text("import torch\n")
+    source.write_text("import torch\n\ndef clamp(p):\n    p.data.clamp_(-1, 1)\n")  # shows GML101's trigger
     thresholds = []
     monkeypatch.setattr("gpumem_lint.engine.lint_bytes", lambda *args: thresholds.append(gc.get_threshold()[0]) or [])
     before = gc.get_threshold()
