@@ -375,3 +375,18 @@ def test_fixes_count_rows_as_python_does(example):
     fixed = fix_source(source, "example.py", ALL_RULES, unsafe=True)
     assert not fixed.broken
     assert fixed.text == _FORM_FEED_LINE + example.fixed
+
+
+def test_an_env_fix_reads_dotted_imports_of_other_modules():
+    """`import urllib.request` beside `import os` (opacus's tutorials): no internal error, and the
+    late write moves above the CUDA allocation."""
+    source = (
+        "import urllib.request\nimport os\n\nimport torch\n\n"
+        'model = torch.nn.Linear(2, 2).to("cuda")\nos.environ["CUDA_LAUNCH_BLOCKING"] = "1"\n'
+    )
+    fixed = fix_source(source, "tutorial.py", ALL_RULES, unsafe=True)
+    assert not fixed.broken
+    assert fixed.text == (
+        "import urllib.request\nimport os\n\nimport torch\n\n"
+        'os.environ["CUDA_LAUNCH_BLOCKING"] = "1"\nmodel = torch.nn.Linear(2, 2).to("cuda")\n'
+    )

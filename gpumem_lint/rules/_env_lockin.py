@@ -206,7 +206,7 @@ def _binds_environ(statement: cst.CSTNode, ctx: FileContext) -> bool:
     return any(
         isinstance(small, (cst.Import, cst.ImportFrom))
         and any(
-            imports.qualify(cst.Name(alias.evaluated_alias or alias.evaluated_name)) in {"os", "os.environ"}
+            imports.qualify_name(alias.evaluated_alias or alias.evaluated_name) in {"os", "os.environ"}
             for alias in (small.names if not isinstance(small.names, cst.ImportStar) else ())
         )
         for small in statement.body
