@@ -169,6 +169,25 @@ def fill(values):
             """
 import torch
 
+def shift(scores, center):
+    first = scores[0]
+    scores = scores.sub_(scores.mean()) if center else scores
+    return first, scores
+""",
+            (6,),
+            fixed="""
+import torch
+
+def shift(scores, center):
+    first = scores[0].clone()
+    scores = scores.sub_(scores.mean()) if center else scores
+    return first, scores
+""",
+        ),
+        Invalid(
+            """
+import torch
+
 def swap_rows(m: torch.Tensor, i: int, j: int) -> torch.Tensor:
     m = m.clone()
     m[i], m[j] = m[j], m[i]

@@ -622,8 +622,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return self._comprehension(node, state)
         if kind is cst.IfExp:
             self._eval(node.test, state)
-            body = self._eval(node.body, self._narrowed(node.test, state.copy(), True))
-            orelse = self._eval(node.orelse, self._narrowed(node.test, state.copy(), False))
+            body = self._eval_narrowed(node.body, node.test, True, state)
+            orelse = self._eval_narrowed(node.orelse, node.test, False, state)
             return Value(
                 body.handles | orelse.handles,
                 body.tensor or orelse.tensor,
@@ -1003,14 +1003,29 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         leaves out the None it may hold (`if img is not None: img = up(img)` ... `img.add_(y) if
         img is not None else y` never writes the caller's `img`)."""
         check = _none_check(test)
-        if check is None:
-            return state
-        place, is_none = check
-        if place in state.env and is_none == holds:
-            state.env[place] = frozenset({self._none(place)})
-        elif place in state.env:
-            state.env[place] = frozenset(h for h in state.env[place] if h.storage.origin != "none")
+        if check is not None and check[0] in state.env:
+            self._narrow(check[0], check[1] == holds, state)
         return state
+
+    def _eval_narrowed(self, node: cst.BaseExpression, test: cst.BaseExpression, holds: bool, state: State) -> Value:
+        """One arm of `a if test else b`, evaluated in `state` itself (its writes count after the
+        expression) with the tested name narrowed while it runs."""
+        check = _none_check(test)
+        if check is None or check[0] not in state.env:
+            return self._eval(node, state)
+        place = check[0]
+        before = state.env[place]
+        self._narrow(place, check[1] == holds, state)
+        try:
+            return self._eval(node, state)
+        finally:
+            state.env[place] = before
+
+    def _narrow(self, place: str, is_none: bool, state: State) -> None:
+        if is_none:
+            state.env[place] = frozenset({self._none(place)})
+        else:
+            state.env[place] = frozenset(h for h in state.env[place] if h.storage.origin != "none")
 
     def _none(self, place: str) -> Handle:
         return self._handle(("none", place), self._storage(("none", place), place, "none"), AliasKind.OWN, None)
