@@ -22,6 +22,8 @@ pytestmark = pytest.mark.skipif(
 ROOT = Path(__file__).resolve().parent.parent
 
 PROGRAM = """
+    import sys
+
     import torch
     import torch.distributed as dist
 
@@ -33,9 +35,9 @@ PROGRAM = """
         if rank == 1:
             snapshot = weights.detach()
             weights.add_(1)  # the hazard, on rank 1 only
-            print("delta", (weights - snapshot).tolist())
+            sys.stdout.write(f"delta {(weights - snapshot).tolist()}\\n")
         dist.all_reduce(weights)
-        print(rank, weights.tolist())
+        sys.stdout.write(f"{rank} {weights.tolist()}\\n")
         dist.destroy_process_group()
 
 
@@ -60,9 +62,10 @@ def test_every_rank_is_traced_and_one_report_names_the_rank(tmp_path):
         traced = pool.submit(_run, [*trace, "-o", str(report), str(script)], tmp_path)
         plain, traced = plain.result(), traced.result()
     assert plain.returncode == 0, plain.stderr
-    # The ranks print concurrently: the same lines, in an order neither run fixes.
+    # The ranks print concurrently: the same lines, in an order neither run fixes. Each line is one write, so that
+    # an unbuffered stdout (PYTHONUNBUFFERED) cannot interleave one rank's words with the other's.
     assert sorted(traced.stdout.splitlines()) == sorted(plain.stdout.splitlines())
     assert traced.returncode == 1
     findings = [finding for finding in json.loads(report.read_text()) if finding["source"] == "trace"]
-    assert [(f["code"], f["location"]["row"]) for f in findings] == [("GML103", 11)]
+    assert [(f["code"], f["location"]["row"]) for f in findings] == [("GML103", 13)]
     assert findings[0]["message"].endswith("on rank 1]")
