@@ -174,13 +174,15 @@ def test_a_file_that_is_not_a_notebook_is_a_usage_error(tmp_path):
 
 
 RANKS = _notebook(
-    _code("import torch\nimport torch.distributed as dist\n"),
+    _code("import sys\n\nimport torch\nimport torch.distributed as dist\n"),
     _code('dist.init_process_group("gloo")\nrank = dist.get_rank()\nweights = torch.ones(4)\n'),
     _code(
         "if rank == 1:\n    snapshot = weights.detach()\n    weights.add_(1)\n"
-        "    print('delta', (weights - snapshot).tolist())\n"
+        "    sys.stdout.write(f'delta {(weights - snapshot).tolist()}\\n')\n"
     ),
-    _code("dist.all_reduce(weights)\nprint(rank, weights.tolist())\ndist.destroy_process_group()\n"),
+    _code(
+        "dist.all_reduce(weights)\nsys.stdout.write(f'{rank} {weights.tolist()}\\n')\ndist.destroy_process_group()\n"
+    ),
 )
 
 
@@ -192,7 +194,8 @@ def test_a_notebook_on_two_ranks_reports_the_cell_and_the_rank(tmp_path):
     command = trace_command("--nproc-per-node", "2", "--output-format", "json", "-o", "report.json", "ranks.ipynb")
     result = run(command, tmp_path)
     assert result.returncode == 1, result.stderr
-    # The ranks print concurrently: the same lines in an order neither fixes. The alias still sees the write.
+    # The ranks print concurrently: the same lines in an order neither fixes (each line is one write, so that an
+    # unbuffered stdout cannot interleave the ranks' words). The alias still sees the write.
     assert sorted(result.stdout.splitlines()) == [
         "0 [3.0, 3.0, 3.0, 3.0]",
         "1 [3.0, 3.0, 3.0, 3.0]",
