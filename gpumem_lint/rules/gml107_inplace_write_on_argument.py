@@ -35,7 +35,9 @@ class InplaceWriteOnArgument(Rule):
     `_` or says `init`/`reset`/`update`/`step`/`inplace`, whose docstring says "in place",
     under `torch.no_grad()`, through `.data`/`.detach()`, via `nn.init`, for
     parameters named like outputs (`out`, `buf`, `dst`, `*_out`), and for an optional
-    parameter (default `None`) that the function fills and returns: an output buffer. Methods other than
+    parameter (default `None`) that the function fills and returns: an output buffer. A plain
+    function's write is reported only at a call that passes that parameter: one left at its
+    default (`scratch=None`, allocated by the function) is memory no caller sees. Methods other than
     `forward` are not checked: updating state is what they are for.
 
     ## Known problems
@@ -283,6 +285,50 @@ def encode(batch):
         ),
         Invalid(
             """
+import torch
+
+def rms_norm_inference(weight, x, scratch=None, variance=None):
+    if scratch is None:
+        scratch = x.float()
+        variance = scratch.square().mean(-1, keepdim=True)
+    else:
+        scratch.copy_(x)
+    variance += 1e-6
+    scratch *= variance.rsqrt()
+    x.copy_(scratch)
+    x *= weight
+    return x
+
+def decode_step(weight, hidden):
+    residual = hidden
+    hidden = rms_norm_inference(weight, hidden)
+    return hidden + residual
+""",
+            (12, 13),
+            fixed="""
+import torch
+
+def rms_norm_inference(weight, x, scratch=None, variance=None):
+    if scratch is None:
+        scratch = x.float()
+        variance = scratch.square().mean(-1, keepdim=True)
+    else:
+        scratch.copy_(x)
+    variance += 1e-6
+    scratch *= variance.rsqrt()
+    x = x.clone()
+    x.copy_(scratch)
+    x = x * weight
+    return x
+
+def decode_step(weight, hidden):
+    residual = hidden
+    hidden = rms_norm_inference(weight, hidden)
+    return hidden + residual
+""",
+        ),
+        Invalid(
+            """
 import torch.nn as nn
 
 class PreAct(nn.Module):
@@ -315,8 +361,8 @@ class PreAct(nn.Module):
                         "new values, and autograd raises if it is a leaf that requires grad",
                         fix=unshared_write(ctx, write),
                     )
-                elif scope.name in confirmed:
-                    call, read = confirmed[scope.name]
+                elif (scope.name, name) in confirmed:
+                    call, read = confirmed[scope.name, name]
                     yield Report(
                         write.node,
                         f"{write_text(ctx, write)} writes the caller's tensor `{name}` in place: "
@@ -326,9 +372,11 @@ class PreAct(nn.Module):
                     )
 
 
-def _confirmed_calls(ctx: FileContext) -> dict[str, tuple[cst.CSTNode, cst.CSTNode]]:
-    """Same-module calls whose mutated argument is read again by the caller."""
-    confirmed: dict[str, tuple[cst.CSTNode, cst.CSTNode]] = {}
+def _confirmed_calls(ctx: FileContext) -> dict[tuple[str, str], tuple[cst.CSTNode, cst.CSTNode]]:
+    """Same-module calls whose mutated argument is read again by the caller, by the function and the
+    parameter the argument is bound to: a parameter the call leaves at its default (`scratch=None`,
+    allocated by the function) is memory the caller never sees."""
+    confirmed: dict[tuple[str, str], tuple[cst.CSTNode, cst.CSTNode]] = {}
     for facts in ctx.semantic.facts:
         reads_by_write = {}
         for read in facts.reads:
@@ -337,7 +385,7 @@ def _confirmed_calls(ctx: FileContext) -> dict[str, tuple[cst.CSTNode, cst.CSTNo
             read = facts.own_reads.get(write) or reads_by_write.get(write)
             # Under no_grad (an optimizer step, an update) mutating the argument is the point.
             if write.callee is not None and read is not None and not write.no_grad and not _prepared(facts, write):
-                confirmed.setdefault(write.callee, (write.node, read))
+                confirmed.setdefault((write.callee, write.parameter), (write.node, read))
     return confirmed
 
 

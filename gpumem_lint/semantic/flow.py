@@ -822,6 +822,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         index: str | None = None,
         init: bool = False,
         callee: str | None = None,
+        parameter: str | None = None,
         certain: bool = True,
         module: bool = False,
     ) -> None:
@@ -841,6 +842,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                     self._no_grad > 0,
                     init,
                     callee,
+                    parameter,
                     certain,
                     module,
                 )

@@ -134,6 +134,7 @@ class Write:
     no_grad: bool = False
     init: bool = False  # nn.init.*: initialisation, written on purpose
     callee: str | None = None  # made by calling a same-module function that mutates this argument
+    parameter: str | None = None  # the callee's parameter the argument is bound to
     certain: bool = True  # the op exists only on tensors (not `+=`/`[] =`, which lists and ints have too)
     module: bool = False  # updates a module's parameters as a whole: optimizer step, training call, load
 
