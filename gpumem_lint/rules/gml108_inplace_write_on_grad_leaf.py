@@ -37,7 +37,9 @@ class InplaceWriteOnGradLeaf(Rule):
     `backward()`. Code that
     a caller runs under `torch.no_grad()` is reported, since this function alone would raise.
     A file that turns `requires_grad` off anywhere (`p.requires_grad = False`,
-    `requires_grad_(False)`) has its module parameters treated as unknown.
+    `requires_grad_(False)`) has its module parameters treated as unknown. A `for` loop is
+    taken to run at least once: a leaf that every pass rebinds (`for layer in self.layers:
+    h = layer(h)`) is not the value after the loop, though an empty iterable would leave it.
 
     ## Example
     ```python
@@ -70,6 +72,18 @@ class InplaceWriteOnGradLeaf(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        """
+import torch.nn as nn
+
+class Decoder(nn.Module):
+    def forward(self, embeds):
+        embeds.requires_grad_(True)
+        hidden = embeds
+        for layer in self.layers:
+            hidden = layer(hidden)
+        hidden *= self.scale
+        return hidden
+""",
         """
 import torch
 import torch.nn as nn

@@ -304,7 +304,10 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             for continued in loop.continues:
                 end = end.join(continued)
             new_head = head.join(end)
-            exit_state = new_head
+            # A `for` loop is taken to run at least once (`for layer in self.layers: h = layer(h)`):
+            # what the body always rebinds is not what it held before the loop. A `while` loop's
+            # test may be false at once.
+            exit_state = end.copy() if isinstance(node, cst.For) and end.reachable else new_head
             for broke in loop.breaks:
                 exit_state = exit_state.join(broke)
             if new_head.same_as(head):
