@@ -73,6 +73,34 @@ class InplaceWriteOnGradLeaf(Rule):
     scope_triggers = WRITES
     VALID = (
         """
+import torch
+
+def masked_leaf(embeds: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    embeds.requires_grad_(True)
+    wanted = embeds.requires_grad
+    if not embeds.is_leaf:
+        embeds = embeds.detach()
+    elif wanted:
+        embeds.requires_grad_(False)
+    embeds *= mask
+    if wanted:
+        embeds.requires_grad_(True)
+    return embeds
+""",
+        """
+import torch
+import torch.nn as nn
+
+class Adapter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(8))
+
+    def rescale(self, factor):
+        if not self.scale.requires_grad:
+            self.scale.mul_(factor)
+""",
+        """
 import torch.nn as nn
 
 class Decoder(nn.Module):

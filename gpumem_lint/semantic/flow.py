@@ -151,6 +151,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._init_processes()
         self._init_saved()
         self._init_overlaps()
+        self._init_grad()
         self._returned: set[Storage] = set()
         self._return_values: list[Value] = []
         self._containers: list[str] = []  # places an enclosing `isinstance(x, dict)` test shows to be containers
@@ -678,6 +679,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
 
     def _attribute(self, node: cst.Attribute, state: State, record: bool) -> Value | None:
         name = node.attr.value
+        if name == "requires_grad":
+            return self._grad_flag(node, state)
         if name in self.k.metadata_attributes:
             self._eval(node.value, state, record=False)  # `prev.shape` does not read prev's values
             return EMPTY
@@ -1010,6 +1013,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         check = _none_check(test)
         if check is not None and check[0] in state.env:
             self._narrow(check[0], check[1] == holds, state)
+        self._narrow_grad(test, holds, state)
         return state
 
     def _eval_narrowed(self, node: cst.BaseExpression, test: cst.BaseExpression, holds: bool, state: State) -> Value:

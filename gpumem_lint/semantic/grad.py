@@ -22,6 +22,9 @@ _UNTRACKED = frozenset({AliasKind.DETACH, AliasKind.DATA, AliasKind.NUMPY, Alias
 
 
 class GradSemantics:
+    def _init_grad(self) -> None:
+        self._grad_flags: dict[Handle, frozenset[Handle]] = {}  # `f = t.requires_grad` -> t's handles then
+
     # ------------------------------------------------------------ sources
 
     def _attribute_grad(self, handle: Handle, head: str, attribute: str, owner: frozenset[Handle]) -> None:
@@ -112,6 +115,38 @@ class GradSemantics:
         if place is not None and handles:
             state.env[place] = frozenset(handles)
         return regraded
+
+    # ------------------------------------------------------------ tests
+
+    def _grad_flag(self, node: cst.Attribute, state: State) -> Value:
+        """`t.requires_grad`: a bool that says whether t, as it is now, requires grad."""
+        tested = self._eval(node.value, state, record=False)
+        flag = self._fresh(node, "", EMPTY, tensor=False)
+        self._grad_flags[flag] = tested.handles
+        return Value(frozenset({flag}))
+
+    def _narrow_grad(self, test: cst.BaseExpression, holds: bool, state: State) -> None:
+        """Where `test` says a tensor does not require grad (`if not t.requires_grad:`, the false
+        branch of `elif flag:` with `flag = t.requires_grad` and t not rebound since), it does not."""
+        tested = self._grad_test(test, state)
+        if tested is None or tested[1] == holds:
+            return
+        for place, held in list(state.env.items()):
+            if held and held <= tested[0]:
+                self._regrad(test, Value(held), Grad.NO, place, state)
+
+    def _grad_test(self, test: cst.BaseExpression, state: State) -> tuple[frozenset[Handle], bool] | None:
+        """The handles `test` tells about, and whether it holds when they require grad."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self._grad_test(test.expression, state)
+            return None if inner is None else (inner[0], not inner[1])
+        if isinstance(test, cst.Attribute) and test.attr.value == "requires_grad":
+            return self._eval(test.value, state, record=False).handles, True
+        if isinstance(test, cst.Name):
+            flags = state.env.get(test.value, frozenset())
+            if flags and all(flag in self._grad_flags for flag in flags):
+                return frozenset().union(*(self._grad_flags[flag] for flag in flags)), True
+        return None
 
     # ------------------------------------------------------- propagation
 
