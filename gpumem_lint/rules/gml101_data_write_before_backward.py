@@ -66,6 +66,20 @@ class DataWriteBeforeBackward(Rule):
         """
 import torch
 import torch.nn as nn
+from apex.parallel import DistributedDataParallel
+
+start, stop = 0, 16
+reference = nn.BatchNorm1d(4)
+reference.weight.data = torch.ones(4)
+reference(torch.randn(32, 4)).sum().backward()
+
+synced = DistributedDataParallel(nn.BatchNorm1d(4))
+out = synced(torch.randn(32, 4)[start:stop])
+out.backward(torch.ones(32, 4)[start:stop])
+""",
+        """
+import torch
+import torch.nn as nn
 
 grad_output = torch.ones(4, 3)
 layer = nn.Linear(3, 3).to("cpu")

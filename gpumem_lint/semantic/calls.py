@@ -380,6 +380,10 @@ class _PlaceCollector(Walker):
         self.found.update(place_prefixes(place))
         return False
 
+    def visit_Subscript(self, subscript: cst.Subscript) -> bool:
+        self.walk(subscript.value)  # `grad[start:end]`: the indices are no part of the graph
+        return False
+
     def visit_Name(self, name: cst.Name) -> None:
         self.found.add(name.value)
 
