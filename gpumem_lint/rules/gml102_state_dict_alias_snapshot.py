@@ -33,7 +33,8 @@ class StateDictAliasSnapshot(Rule):
     `trainer.fit(model)`: `training_calls` in
     [`heuristics.toml`](../gpumem_lint/knowledge/heuristics.toml)), and `x.step()` is an
     optimizer step when the optimizer was built in view or `x` is named like one
-    (`optimizer_names`).
+    (`optimizer_names`); the `load_state_dict()` of a receiver named like one loads
+    the optimizer's state and writes no module's.
 
     ## Example
     ```python
@@ -73,6 +74,12 @@ class StateDictAliasSnapshot(Rule):
     triggers = ("state_dict",)
     scope_triggers = WRITES
     VALID = (
+        """
+def resume(state, optimizer_state):
+    snapshot = {"state": state.state_dict()}
+    state.optimizers[0].load_state_dict(optimizer_state)
+    return snapshot["state"]
+""",
         """
 import torch
 

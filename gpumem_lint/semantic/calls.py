@@ -175,6 +175,8 @@ class CallSemantics:
             if "parameters" in method:  # not buffers
                 self._parameter_grad(receiver, parameters)
             return parameters
+        if method in k.load_methods and _named_like_optimizer(node.func.value):
+            return EMPTY  # an optimizer's load replaces its own state: it writes no parameter
         if method in k.load_methods:
             self.module_storages.update(h.storage for h in receiver.handles)
             own = {h.storage for h in receiver.handles}
@@ -195,7 +197,7 @@ class CallSemantics:
         if method == "step" and any(h.role is Role.OPTIMIZER for h in receiver.handles):
             self._write_optimizer_targets(receiver, node, state)
             return EMPTY
-        if method == "step" and heuristics().optimizer_name.search(dotted_name(node.func.value) or ""):
+        if method == "step" and _named_like_optimizer(node.func.value):
             # An optimizer we did not see built: it may update any module of this scope.
             self._write_storages(self.module_storages, node, "step()", state)
             return EMPTY
@@ -386,6 +388,13 @@ class _PlaceCollector(Walker):
 
     def visit_Name(self, name: cst.Name) -> None:
         self.found.add(name.value)
+
+
+def _named_like_optimizer(node: cst.BaseExpression) -> bool:
+    """`self.optim`, `state.optimizers[0]`: an optimizer we may not have seen built."""
+    while isinstance(node, cst.Subscript):  # an item of `state.optimizers`
+        node = node.value
+    return bool(heuristics().optimizer_name.search(dotted_name(node) or ""))
 
 
 def _is_training_call(name: str) -> bool:
