@@ -14,9 +14,11 @@ Each configuration runs in its own process: plain `python`, under an empty dispa
 dispatch-mode tracer pays), under `gpumem-lint trace --no-static` (every step traced), and under
 `gpumem-lint trace --no-static --trace-steps N` (the sampling mode: N steps traced, then full speed); with
 `--compare DIR`, also the tracer of the gpumem_lint package in DIR (a copy of an older commit). The workload
-prints its median step time (wall clock, and process CPU time) over the timed steps, and the wall time of the
-whole loop (warm-up included: what a run pays in total); the report gives the ratios to plain and the tracer's
-cost per dispatched operator, for each clock. The rounds alternate the configurations, so drift on a shared
+prints its median step time (wall clock, and process CPU time) over the timed steps, the wall time of the
+whole loop (warm-up included: what a run pays in total), each step's time and its first operator's; the report
+gives the ratios to plain and the tracer's cost per dispatched operator, for each clock, the whole process's wall
+time (the tracer's start-up and report included), and where each configuration's extra time goes (the first step,
+the steps the sampling mode traces, the steps after them). The rounds alternate the configurations, so drift on a shared
 machine spreads evenly; the median round is reported.
 """
 
@@ -169,6 +171,9 @@ def workload(args) -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    start = time.perf_counter()
+    torch.ones(1).add_(1)  # the program's first operator: what a tracer's start-up adds to it
+    first_op_ms = (time.perf_counter() - start) * 1e3
     synchronize = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
     step = training_step(args)
     counter = None
@@ -188,20 +193,18 @@ def workload(args) -> None:
         Empty().__enter__()
     synchronize()
     loop_start = time.perf_counter()
-    for _ in range(args.warmup):
-        step()
-    synchronize()
-    times, cpu_times = [], []
-    for _ in range(args.steps):
+    step_ms, cpu_ms = [], []  # every step's, warm-up included: where a run's total goes
+    for _ in range(args.warmup + args.steps):
         start, cpu_start = time.perf_counter(), time.process_time()
         step()
         synchronize()
-        times.append(time.perf_counter() - start)
-        cpu_times.append(time.process_time() - cpu_start)
+        step_ms.append((time.perf_counter() - start) * 1e3)
+        cpu_ms.append((time.process_time() - cpu_start) * 1e3)
     total = time.perf_counter() - loop_start
     ops = counter[0] / (args.warmup + args.steps) if counter else None
-    result = {"ms": statistics.median(times) * 1e3, "cpu_ms": statistics.median(cpu_times) * 1e3, "ops": ops}
-    print(json.dumps({**result, "total_ms": total * 1e3}))
+    timed = slice(args.warmup, None)
+    result = {"ms": statistics.median(step_ms[timed]), "cpu_ms": statistics.median(cpu_ms[timed]), "ops": ops}
+    print(json.dumps({**result, "total_ms": total * 1e3, "first_op_ms": first_op_ms, "step_ms": step_ms}))
 
 
 def split(args) -> None:
@@ -295,11 +298,13 @@ def measure(args) -> dict:
     results: dict[str, list[dict]] = {name: [] for name in commands}
     for _ in range(args.rounds):
         for name, (command, cwd) in commands.items():
+            start = time.perf_counter()
             done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, check=False)
+            process_s = time.perf_counter() - start
             lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
             if done.returncode not in (0, 1) or not lines:
                 raise SystemExit(f"{name} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
-            results[name].append(json.loads(lines[-1]))
+            results[name].append({**json.loads(lines[-1]), "process_s": process_s})
     ops = statistics.median(r["ops"] for r in results["empty-mode"])
     report = {"workload": args.workload, "device": args.device, "ops_per_step": round(ops)}
     # Wall time is what a user waits for; CPU time is steadier on a shared machine (and is the whole cost on CPU).
@@ -318,7 +323,33 @@ def measure(args) -> dict:
         "s": {name: round(value / 1e3, 2) for name, value in total.items()},
         "ratio": {name: round(value / total["plain"], 3) for name, value in total.items()},
     }
+    process = {name: statistics.median(r["process_s"] for r in runs) for name, runs in results.items()}
+    report["whole process (start-up and report included)"] = {
+        "s": {name: round(value, 2) for name, value in process.items()},
+        "extra_s": {name: round(value - process["plain"], 2) for name, value in process.items()},
+    }
+    report["first operator ms"] = {
+        name: round(statistics.median(r["first_op_ms"] for r in runs), 2) for name, runs in results.items()
+    }
+    report["extra over plain, s"] = {name: _phases(runs, results["plain"], args) for name, runs in results.items()}
     return report
+
+
+def _phases(runs: list[dict], plain: list[dict], args) -> dict:
+    """Where a configuration's extra time over plain goes, in seconds: the first step, the steps the sampling mode
+    traces (N steps and the next one's forward pass), and the steps after them (each step's median over the rounds,
+    less plain's)."""
+    sampled = args.trace_steps + 1
+
+    def step_medians(results):
+        return [statistics.median(steps) for steps in zip(*(r["step_ms"] for r in results))]
+
+    extra = [mine - theirs for mine, theirs in zip(step_medians(runs), step_medians(plain))]
+    return {
+        "first step": round(extra[0] / 1e3, 3),
+        f"steps 2-{sampled}": round(sum(extra[1:sampled]) / 1e3, 3),
+        f"steps {sampled + 1}-{len(extra)}": round(sum(extra[sampled:]) / 1e3, 3),
+    }
 
 
 def main() -> None:
