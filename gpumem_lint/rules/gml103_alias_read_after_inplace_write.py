@@ -85,6 +85,19 @@ class AliasReadAfterInplaceWrite(Rule):
         """
 import torch
 
+
+def discounted_returns(rewards: torch.Tensor, gamma: float) -> torch.Tensor:
+    returns = torch.zeros_like(rewards)
+    last = 0.0
+    for i in reversed(range(len(rewards))):
+        returns[i] = rewards[i]
+        returns[i] += last * gamma
+        last = returns[i]
+    return returns
+""",
+        """
+import torch
+
 def predivide_gradient(param, factor, stream):
     grad = param.grad.data
     param.grad.data.div_(factor)

@@ -22,7 +22,7 @@ from gpumem_lint.knowledge import Knowledge, knowledge
 from gpumem_lint.semantic.calls import CallSemantics, Mutator
 from gpumem_lint.semantic.grad import GradSemantics, output_grad
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
-from gpumem_lint.semantic.indexing import gives_scalar, integer_count
+from gpumem_lint.semantic.indexing import gives_scalar, index_names, integer_count
 from gpumem_lint.semantic.literals import is_constant
 from gpumem_lint.semantic.overlap import Overlap, OverlapSemantics
 from gpumem_lint.semantic.processes import ProcessFacts, ProcessSemantics
@@ -299,6 +299,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             self._born.clear()
             if isinstance(node, cst.For):
                 self._bind_iteration(node.target, iterable, node.iter, body_state)
+                self._move_indices(node.target, body_state)
             else:
                 self._eval(node.test, body_state)
             end = self._block(node.body.body, body_state)
@@ -723,7 +724,10 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 partial, index = self._index_extent(node)
                 return self._alias(base, node, AliasKind.MULTI_VIEW, partial=True, index=index)
             partial, index = self._index_extent(node)
-            return self._alias(base, node, AliasKind.VIEW, partial=partial, index=index)
+            view = self._alias(base, node, AliasKind.VIEW, partial=partial, index=index)
+            if state.moved:
+                state.moved -= view.handles  # made again: of the element the names index now
+            return view
         return self._elements_of(base, node)  # `batch["x"]`, `items[i]`: one of what it holds
 
     def _index_values(self, node: cst.Subscript, state: State) -> list[tuple[cst.CSTNode, Value]]:
@@ -802,6 +806,14 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return
         self._bind(target, element, node, state)
 
+    def _move_indices(self, target: cst.BaseExpression, state: State) -> None:
+        """A new pass binds the loop's names anew: `last = returns[i]` of the pass before is another
+        element than the `returns[i]` this pass writes."""
+        bound = frozenset(name.value for name in _names_in(target))
+        moved = {h for h in state.live_handles() if h.index is not None and index_names(h.index) & bound}
+        if moved:
+            state.moved |= moved
+
     def _element(self, iterable: Value, node: cst.BaseExpression) -> Value:
         """What one iteration over `iterable` yields."""
         if (
@@ -858,6 +870,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             # allocated by this very statement (`p.new(n).zero_()`) has no older aliases.
             seen_by = () if op in REBINDING_OPS or writer.storage in fresh else live
             for handle in seen_by:
+                if handle in state.moved and write.index is not None:
+                    continue  # `x[i]` again, but of another `i`
                 if handle.storage.related(writer.storage) and handle not in state.retired:
                     state.stale[handle] = state.stale.get(handle, frozenset()) | {write}
                     self._note_crossed_write(write, handle)
@@ -1094,6 +1108,17 @@ def _positional_sources(node: cst.CSTNode, arity: int) -> list[list[cst.BaseExpr
             return None
         return [b + o for b, o in zip(body, orelse)]
     return None
+
+
+def _names_in(target: cst.BaseExpression) -> list[cst.Name]:
+    """The names a `for` target binds: `i`, `(i, (a, b))`, `*rest`."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _names_in(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _names_in(target.value)
+    return []
 
 
 def _index_extent(node: cst.Subscript) -> tuple[bool, str | None]:

@@ -8,6 +8,8 @@ array has come from the knowledge tables (`aliasing.toml` [indexing]).
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from gpumem_lint.knowledge import Knowledge
@@ -27,6 +29,14 @@ def constructed_ndim(node: cst.Call, qualified: str, k: Knowledge) -> int | None
     # A number of elements; a name holding a tuple would be more dimensions, and then its
     # rows are taken for copies: a missed alias, never a false one.
     return 1 if isinstance(shape, (cst.Integer, cst.Name, cst.Attribute)) else None
+
+
+_NAME = re.compile(r"(?<![.\w])[A-Za-z_]\w*")
+
+
+def index_names(index: str) -> frozenset[str]:
+    """The variables an index's text (`_[i, j + 1]`, as `flow._index_extent` writes it) reads."""
+    return frozenset(_NAME.findall(index[1:]))
 
 
 def integer_count(node: cst.Subscript) -> int | None:

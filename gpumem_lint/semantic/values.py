@@ -204,6 +204,7 @@ class State:
     retired: frozenset[Handle] = frozenset()  # aliases of memory since re-allocated by a loop
     reachable: bool = True
     saved: dict[Storage, frozenset] = field(default_factory=dict)  # kept for backward, by whom (saved.py)
+    moved: frozenset[Handle] = frozenset()  # `x[i]` aliases made before a loop bound `i` anew
 
     def copy(self) -> State:
         return State(
@@ -214,6 +215,7 @@ class State:
             self.retired,
             self.reachable,
             dict(self.saved),
+            self.moved,
         )
 
     def join(self, other: State) -> State:
@@ -228,10 +230,11 @@ class State:
             _union(self.hidden, other.hidden),
             self.retired | other.retired,
             saved=_union(self.saved, other.saved),
+            moved=self.moved | other.moved,
         )
 
     def same_as(self, other: State) -> bool:
-        return (self.reachable, self.env, self.held, self.stale, self.hidden, self.retired, self.saved) == (
+        return (self.reachable, self.env, self.held, self.stale, self.hidden, self.retired, self.saved, self.moved) == (
             other.reachable,
             other.env,
             other.held,
@@ -239,6 +242,7 @@ class State:
             other.hidden,
             other.retired,
             other.saved,
+            other.moved,
         )
 
     def handles_of(self, place: str) -> frozenset[Handle]:
