@@ -103,11 +103,13 @@ def mask(source: str) -> str:
     """The cell with each IPython-only line replaced by Python of the same rows: `pass` at its
     indentation (so blocks still parse), `x = ...` for `x = !ls`, nothing for a foreign cell magic."""
     lines = source.splitlines(keepends=True)
-    if lines and lines[0].startswith("%%"):
-        magic = lines[0][2:].split(maxsplit=1)[0] if lines[0][2:].strip() else ""
+    # Colab runs a cell magic after its form's comment lines (`#@title ...`), so look past them.
+    first = next((row for row, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")), None)
+    if first is not None and lines[first].startswith("%%"):
+        magic = lines[first][2:].split(maxsplit=1)[0] if lines[first][2:].strip() else ""
         if magic not in _PYTHON_CELL_MAGICS:
             return "\n" * len(lines)
-        lines[0] = "\n"
+        lines[first] = "\n"
     masked = []
     continued = False
     for line in lines:

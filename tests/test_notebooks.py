@@ -82,6 +82,9 @@ def test_ipython_syntax_is_masked_keeping_rows_and_blocks():
     assert mask(source) == "pass\nfor x in y:\n    pass\nfiles = ...\npass\nprint(1)\n"
     assert mask("%%bash\necho hi\n") == "\n\n"
     assert mask("%%time\ntrain()\n") == "\ntrain()\n"
+    # Colab forms put their `#@title` comments above the cell magic.
+    assert mask("#@title Launch\n#@markdown Pick a model\n%%html\n<b>go</b>\n") == "\n\n\n\n"
+    assert mask("# timed\n%%time\ntrain()\n") == "# timed\n\ntrain()\n"
     compile(mask(source), "cell", "exec")
 
 
