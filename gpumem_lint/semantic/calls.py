@@ -62,6 +62,7 @@ class CallSemantics:
             self._write(args[0], node, "inplace module", state)
             return args[0]
         qualified = self.imports.qualify_name(name) if name is not None else None
+        self._note_release_call(node, qualified, state)
         result = self._call_result(node, func, name, qualified, receiver, args, state)
         self._call_grad(node, result, callee, [receiver, *args] if receiver is not None else args, qualified)
         self._save_call(node, qualified, receiver, args, callee, result, state)

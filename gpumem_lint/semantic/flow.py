@@ -26,6 +26,7 @@ from gpumem_lint.semantic.indexing import gives_scalar, index_names, integer_cou
 from gpumem_lint.semantic.literals import is_constant
 from gpumem_lint.semantic.overlap import Overlap, OverlapSemantics
 from gpumem_lint.semantic.processes import ProcessFacts, ProcessSemantics
+from gpumem_lint.semantic.releases import ReleaseSemantics, Retained
 from gpumem_lint.semantic.saved import SavedSemantics, SavedWrite
 from gpumem_lint.semantic.scopes import Scope
 from gpumem_lint.semantic.summaries import Returns, SummaryKey, summarise
@@ -76,6 +77,7 @@ class ScopeFacts:
     saved_writes: list[SavedWrite] = field(default_factory=list)  # in-place writes to what backward needs
     layout_writes: list[Write] = field(default_factory=list)  # `x.t_()`: new shape and strides, same values
     overlaps: list[Overlap] = field(default_factory=list)  # writes reading memory they write
+    retained: list[Retained] = field(default_factory=list)  # deleted, still referenced, at empty_cache()
     outgoing: dict[str, list[tuple[int | str, Value]]] = field(default_factory=dict)  # calls to bare names
     called_by_training: bool = False  # a caller that calls backward() passes it a tensor requiring grad
     returned: frozenset[Storage] = frozenset()  # the memory of what the function returns
@@ -113,7 +115,7 @@ class ScopeFacts:
         return frozenset(write.storage.label for write in self.argument_writes(evidence_needed))
 
 
-class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemantics, OverlapSemantics):
+class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemantics, OverlapSemantics, ReleaseSemantics):
     def __init__(
         self,
         scope: Scope,
@@ -151,6 +153,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._init_processes()
         self._init_saved()
         self._init_overlaps()
+        self._init_releases()
         self._init_grad()
         self._returned: set[Storage] = set()
         self._return_values: list[Value] = []
@@ -191,6 +194,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             saved_writes=list(self.saved_writes.values()),
             layout_writes=list(self.layout_writes.values()),
             overlaps=list(self.overlaps.values()),
+            retained=list(self.retained.values()),
             returned=frozenset(self._returned),
             returns=summarise(self._return_values, self.scope.all_params) if self.scope.is_function else None,
             returns_grad=max(
@@ -250,6 +254,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
     def _small(self, node: cst.BaseSmallStatement, state: State) -> State:
         self._born.clear()
         self._saved_now.clear()
+        self._note_statement(node)
         if isinstance(node, cst.Assign):
             value = self._eval(node.value, state)
             for target in node.targets:
@@ -522,6 +527,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return
         place = dotted_name(target)
         if place is not None:
+            self._note_delete(place, target, state)
             state.env.pop(place, None)
             state.held.pop(place, None)
         else:

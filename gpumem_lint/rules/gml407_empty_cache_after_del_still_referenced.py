@@ -1,0 +1,211 @@
+import re
+from collections.abc import Iterator
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.releases import Retained
+
+
+class EmptyCacheAfterDelStillReferenced(Rule):
+    """
+    ## What it does
+    Flags `del x` followed by `torch.cuda.empty_cache()` (with nothing but other `del`s,
+    `gc.collect()` or `name = None` between) when, at that call, something else still refers to
+    `x`'s memory: a name or attribute bound to it (`self.last = x`), a list or dict made in the same
+    function that holds it (`outputs.append(x)`, `{"model": x}`), a view or alias of it (`x[0]`,
+    `x.view(...)`, `x.detach()`, `x.numpy()`, `x.state_dict()`), or an optimizer built directly from
+    `x.parameters()`.
+
+    ## Why is this bad?
+    `del x` removes a name, not a tensor: the memory is freed only with the last reference.
+    `empty_cache()` returns to the driver only the blocks no tensor uses, so here it frees nothing of
+    `x`: `nvidia-smi` and the next allocation see the memory still taken, and the program that meant
+    to make room (before loading a second model, before evaluation) runs out of memory anyway. A
+    view keeps the whole storage, not only the part it shows, and an optimizer keeps every parameter
+    in its `param_groups`. Measured on the installed torch by `tests/test_release_facts.py`
+    (docs/facts.md F32): at the `empty_cache()` of each of its programs, a weak reference to the
+    deleted storage is alive exactly when this rule reports the `del`.
+
+    ## Known problems
+    Holders are followed within one function, and only those the analysis can name: a reference kept
+    by another object (`Trainer(model=model)`, `DistributedDataParallel(model)`, a container of a
+    class it does not know, `self.outputs` made in another method) or a callback is not seen. An
+    optimizer built from parameter groups collected in a list is not followed (the list may hold
+    another module's groups on the path that deletes this one). A deleted parameter is not judged
+    by itself: the caller may hold it, or may have passed a temporary, which CPython 3.11+ moves into
+    the callee's frame, where `del` does free it. A holder assigned on only one path (under an `if`)
+    is reported: on that path the memory stays.
+
+    ## Example
+    ```python
+    model = Net().cuda()
+    optimizer = torch.optim.AdamW(model.parameters())
+    train(model, optimizer)
+    del model
+    torch.cuda.empty_cache()
+    ```
+
+    ## Use instead
+    ```python
+    model = Net().cuda()
+    optimizer = torch.optim.AdamW(model.parameters())
+    train(model, optimizer)
+    del model, optimizer  # drop every reference
+    torch.cuda.empty_cache()
+    ```
+
+    ## Fix safety
+    There is no automatic fix: the other reference may be wanted (deleting it is the user's choice).
+
+    ## References
+    - [CUDA memory management](https://docs.pytorch.org/docs/stable/notes/cuda.html#memory-management)
+    - [`torch.cuda.empty_cache`](https://docs.pytorch.org/docs/stable/generated/torch.cuda.empty_cache.html)
+    - [The `del` statement](https://docs.python.org/3/reference/simple_stmts.html#the-del-statement)
+    """
+
+    code = "GML407"
+    name = "empty-cache-after-del-still-referenced"
+    severity = Severity.WARNING
+    summary = "`del x` then `torch.cuda.empty_cache()` while something else still refers to `x`"
+    fix_title = "Drop every reference to the memory first (`del x, holder`, or set the attribute to None)"
+    triggers = ("empty_cache",)
+    # The `del` and the `empty_cache()` call it precedes lie in one scope.
+    scope_triggers = (re.compile(r"empty_cache"),)
+    VALID = (
+        """
+import torch
+
+x = torch.randn(1024, 1024, device="cuda")
+total = x.sum().item()
+del x
+torch.cuda.empty_cache()
+""",
+        """
+import torch
+
+model = Net().cuda()
+optimizer = torch.optim.AdamW(model.parameters())
+train(model, optimizer)
+del model, optimizer
+torch.cuda.empty_cache()
+""",
+        """
+import torch
+
+lora_layers = None
+adapters = None
+if use_lora:
+    lora_layers = collect_lora_layers(model)
+del lora_layers
+torch.cuda.empty_cache()
+""",
+        """
+import torch
+
+state = unet.state_dict()
+processors = build_processors(state)
+del state
+unet.set_attn_processor(processors)
+train(unet)
+torch.cuda.empty_cache()
+""",
+        """
+import torch
+
+out = model(batch)
+loss = out["loss"]
+del out
+torch.cuda.empty_cache()
+loss.backward()
+""",
+        """
+import torch
+
+def evaluate(loader):
+    for batch in loader:
+        score(batch)
+        del batch
+        torch.cuda.empty_cache()
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch
+
+model = Net().cuda()
+optimizer = torch.optim.AdamW(model.parameters())
+train(model, optimizer)
+del model
+torch.cuda.empty_cache()
+""",
+            (7,),
+        ),
+        Invalid(
+            """
+import torch
+
+class Tracker:
+    def update(self, logits):
+        self.last = logits
+        del logits
+        torch.cuda.empty_cache()
+""",
+            (7,),
+        ),
+        Invalid(
+            """
+import torch
+
+x = torch.randn(1024, 1024, device="cuda")
+first_row = x[0]
+del x
+torch.cuda.empty_cache()
+""",
+            (6,),
+        ),
+        Invalid(
+            """
+import torch
+
+outputs = []
+for batch in loader:
+    out = model(batch.cuda())
+    outputs.append(out)
+    del out
+    torch.cuda.empty_cache()
+""",
+            (8,),
+        ),
+        Invalid(
+            """
+import gc
+
+import torch
+
+def embed_all(texts):
+    model = load_encoder().cuda()
+    config = {"encoder_model": model, "batch_size": 32}
+    vectors = embed(texts, config)
+    del model
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return vectors, config
+""",
+            (10,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        for facts in ctx.semantic.facts:
+            for retained in facts.retained:
+                yield Report(retained.deleted, _message(ctx, retained))
+
+
+def _message(ctx: FileContext, retained: Retained) -> str:
+    call = f"the `empty_cache()` at line {ctx.line(retained.call)}"
+    made = retained.holder_node
+    where = f" (`{ctx.code(made)}`, line {ctx.line(made)})" if made is not None else ""
+    return f"`{retained.holder}`{where} still refers to `{retained.name}`'s memory, so {call} frees none of it"

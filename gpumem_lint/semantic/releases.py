@@ -1,0 +1,118 @@
+"""Memory a `del` does not release: at `torch.cuda.empty_cache()` right after `del x` (nothing but other
+`del`s, `gc.collect()` and `name = None` between), the deleted names whose memory something else still
+refers to, so the allocator has nothing of theirs to return.
+
+What still refers to it: another place bound to the same object or an alias of it (`self.last = x`,
+`y = x`, a view `x[0]`, `x.detach()`, `x.numpy()`, `x.state_dict()`), a list or dict made in this
+function that holds it (`outputs.append(x)`, `{"model": x}`), or an optimizer built directly from its
+`parameters()` (it keeps them in `param_groups`). A parameter of the function is not judged by itself:
+the caller may hold it, or may have passed a temporary, which CPython 3.11+ moves into the callee's
+frame (so `del` there does free it). Mixed into `ScopeAnalyzer`, which calls `_note_statement` at
+each small statement, `_note_delete` at each `del` target and `_note_release_call` at each call.
+Measured in tests/test_release_facts.py (docs/facts.md F32).
+"""
+
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass
+
+import libcst as cst
+
+from gpumem_lint.knowledge.memory_api import memory_api
+from gpumem_lint.semantic.imports import dotted_name
+from gpumem_lint.semantic.literals import is_constant
+from gpumem_lint.semantic.values import AliasKind, Handle, Role, State
+
+#: Calls that may stand between the `del` and `empty_cache()` without ending the release.
+_RELEASE_STEPS = frozenset({"gc.collect"})
+
+
+@dataclass(frozen=True, eq=False)
+class Retained:
+    call: cst.Call  # the empty_cache() call
+    deleted: cst.CSTNode  # the target in the `del` statement
+    name: str  # the place it deleted
+    holder: str  # the place that still refers to the memory
+    holder_node: cst.CSTNode | None  # the expression that made the holder's alias (None: the same object)
+
+
+class ReleaseSemantics:
+    def _init_releases(self) -> None:
+        self.retained: dict[tuple[int, int], Retained] = {}  # by (call, deleted): loops evaluate twice
+        self._deleted: dict[str, tuple[cst.CSTNode, frozenset[Handle]]] = {}
+
+    def _note_statement(self, node: cst.BaseSmallStatement) -> None:
+        """Anything else between the `del` and the call ends the release it began."""
+        if self._deleted and not self._is_release_step(node):
+            self._deleted.clear()
+
+    def _is_release_step(self, node: cst.BaseSmallStatement) -> bool:
+        if isinstance(node, (cst.Del, cst.Pass)):
+            return True
+        if isinstance(node, cst.Assign):
+            return is_constant(node.value, "None")
+        if isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
+            qualified = self.imports.qualify(node.value.func)
+            return qualified in _RELEASE_STEPS or qualified in memory_api().empty_cache_functions
+        return False
+
+    def _note_delete(self, place: str, target: cst.CSTNode, state: State) -> None:
+        handles = frozenset(h for h in state.env.get(place, ()) if not keyword.iskeyword(h.storage.label))
+        if handles:  # `x = None; del x` deletes no memory
+            self._deleted[place] = (target, handles)
+
+    def _note_release_call(self, node: cst.Call, qualified: str | None, state: State) -> None:
+        if qualified not in memory_api().empty_cache_functions:
+            return
+        for place, (target, handles) in self._deleted.items():
+            if any(h.element for h in handles):
+                continue  # an item of a loop, held by what it iterates
+            found = _holder(handles, state, self._deleted.keys())
+            if found is not None:
+                holder, handle = found
+                made = None if handle in handles else handle.node
+                self.retained.setdefault((id(node), id(target)), Retained(node, target, place, holder, made))
+
+
+def _holder(handles: frozenset[Handle], state: State, deleted) -> tuple[str, Handle] | None:
+    """A place that still refers to the memory of `handles`, and the handle it refers to it by
+    (`deleted`: the places deleted, whose attributes went with them)."""
+    storages = {h.storage for h in handles if h.role is None}
+    for place, held in state.env.items():
+        if any(head in deleted for head in _heads(place)):
+            continue  # `out.past_key_values` after `del out`
+        for handle in held:
+            if handle.role is Role.OPTIMIZER and handle.targets & storages and _built_directly(handle.node):
+                return place, handle
+            # `loss = out["loss"]` is one item of what `out` held: the rest is freed. A view keeps all
+            # of a tensor's storage.
+            if handle.role is None and not handle.element and _refers(handle, storages):
+                return place, handle
+    for place, held in state.held.items():
+        if state.env.get(place):
+            continue  # an object of unknown class (`meter.add(x)` may keep a sum, not x)
+        for handle in held:
+            if _refers(handle, storages):
+                return place, handle
+    return None
+
+
+def _refers(handle: Handle, storages: set) -> bool:
+    """`model.parameters()` is a generator, which lets the module go once it is spent."""
+    return handle.storage in storages and handle.kind is not AliasKind.PARAMETERS
+
+
+def _heads(place: str) -> list[str]:
+    """`a.b.c` -> `a`, `a.b`."""
+    parts = place.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _built_directly(call: cst.CSTNode | None) -> bool:
+    """`AdamW(model.parameters())`: not a list of groups filled on some path (`params_to_optimize`),
+    which may hold another module's parameters on the path that deletes this one."""
+    if not isinstance(call, cst.Call) or not call.args:
+        return False
+    first = call.args[0].value
+    return isinstance(first, cst.Call) and dotted_name(first.func) is not None
