@@ -302,3 +302,14 @@ def test_f27_module_methods_return_the_module_itself(method):
     linear = nn.Linear(2, 2)
     if method != "cuda":
         assert getattr(linear, method)(*_SELF_METHOD_ARGS.get(method, ()), **kwargs) is linear
+
+
+@pytest.mark.parametrize("name", sorted(_knowledge().shape_dependent_expands))
+def test_f31_shape_dependent_expands_stretch_only_the_smaller_inputs(name):
+    full, small = torch.arange(6.0).reshape(2, 3), torch.ones(2, 1)
+    same, stretched = getattr(torch, name)(full, small)
+    assert same.stride() == full.stride() and 0 in stretched.stride()
+    same -= stretched  # a plain view: the write runs and reaches the input
+    assert full.tolist() == [[-1.0, 0.0, 1.0], [2.0, 3.0, 4.0]]
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        stretched.add_(1)

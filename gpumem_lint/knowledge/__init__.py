@@ -35,6 +35,7 @@ class Knowledge:
     multi_view_functions: frozenset[str]
     expand_methods: frozenset[str]
     expand_functions: frozenset[str]
+    shape_dependent_expands: frozenset[str]  # `broadcast_tensors`: which output is expanded, shapes say
     may_alias_methods: frozenset[str]
     detach_methods: frozenset[str]
     detach_properties: frozenset[str]
@@ -107,6 +108,7 @@ class Knowledge:
             | self.view_functions
             | self.inplace_functions
             | self.expand_functions
+            | self.shape_dependent_expands
             | frozenset(name.removeprefix("torch.") for name in self.numpy_to_tensor_functions)
         )
 
@@ -137,7 +139,8 @@ def knowledge() -> Knowledge:
         multi_view_methods=_set(ops["multi_view_methods"]),
         multi_view_functions=_set(ops["multi_view_functions"]),
         expand_methods=_set(ops["expand_methods"]),
-        expand_functions=_set(ops["expand_functions"]),
+        expand_functions=_set(ops["expand_functions"]) - _set(hand["shape_dependent_expands"]["functions"]),
+        shape_dependent_expands=_set(hand["shape_dependent_expands"]["functions"]),
         may_alias_methods=_set(hand["may_alias"]["methods"]),
         detach_methods=_set(hand["detach"]["methods"]),
         detach_properties=_set(hand["detach"]["properties"]),

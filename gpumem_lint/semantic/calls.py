@@ -302,10 +302,9 @@ class CallSemantics:
         if name in k.inplace_functions:
             self._write(first, node, qualified, state)
             return first
-        if name in k.expand_functions:
-            return self._alias(
-                Value(frozenset().union(*(a.handles for a in positional))), node, AliasKind.EXPAND, tensor=True
-            )
+        if name in k.expand_functions or name in k.shape_dependent_expands:
+            kind = AliasKind.EXPAND if name in k.expand_functions else AliasKind.VIEW
+            return self._alias(Value(frozenset().union(*(a.handles for a in positional))), node, kind, tensor=True)
         if name in k.multi_view_functions:
             return self._alias(first, node, AliasKind.MULTI_VIEW, tensor=True)
         if name in k.view_functions:
