@@ -206,6 +206,20 @@ _PROGRAMS = {
         """,
         False,
     ),
+    "rebound_on_the_path_that_deletes": (
+        """
+        encoder = torch.nn.Linear(64, 64)
+        encoders = [encoder]
+        train_encoder = False
+        if not train_encoder:
+            encoder = torch.nn.Linear(64, 64)
+        score = encoder(torch.randn(64)).sum().item()
+        if not train_encoder:
+            del encoder
+            torch.cuda.empty_cache()
+        """,
+        False,
+    ),
     # CPython 3.11+ moves a temporary argument into the callee's frame: `del` there frees it.
     "temporary_argument": (
         """
@@ -255,7 +269,8 @@ def test_flagged_exactly_when_the_deleted_storage_survives(program, survives):
     program = textwrap.dedent(program)
     assert _survives(program) is survives
     source = "import gc\n\nimport torch\n" + program
-    flagged = [d for d in lint_source(source, "program.py", [RULES_BY_CODE["GML407"]]) if d.code == "GML407"]
+    flagged = lint_source(source, "program.py", [RULES_BY_CODE["GML407"]])
+    assert {d.code for d in flagged} <= {"GML407"}, [d.message for d in flagged]
     del_rows = {source[: m.start()].count("\n") + 1 for m in _DEL.finditer(source)}
     assert bool(flagged) is survives, [d.message for d in flagged]
     assert {d.start.row for d in flagged} <= del_rows

@@ -66,19 +66,20 @@ class ReleaseSemantics:
         if qualified not in memory_api().empty_cache_functions:
             return
         for place, (target, handles) in self._deleted.items():
-            if any(h.element for h in handles):
-                continue  # an item of a loop, held by what it iterates
-            found = _holder(handles, state, self._deleted.keys())
-            if found is not None:
-                holder, handle = found
+            if any(h.element or h.role is not None for h in handles):
+                continue  # an item of a loop, held by what it iterates; an optimizer, whose state is not followed
+            # Whichever object the name held on the path taken (`if` arms may bind others), it is held.
+            found = [_holder(handle, state, self._deleted.keys()) for handle in handles]
+            if found and None not in found:
+                holder, handle = found[0]
                 made = None if handle in handles else handle.node
                 self.retained.setdefault((id(node), id(target)), Retained(node, target, place, holder, made))
 
 
-def _holder(handles: frozenset[Handle], state: State, deleted) -> tuple[str, Handle] | None:
-    """A place that still refers to the memory of `handles`, and the handle it refers to it by
+def _holder(deleted_handle: Handle, state: State, deleted) -> tuple[str, Handle] | None:
+    """A place that still refers to the memory of `deleted_handle`, and the handle it refers to it by
     (`deleted`: the places deleted, whose attributes went with them)."""
-    storages = {h.storage for h in handles if h.role is None}
+    storages = {deleted_handle.storage}
     for place, held in state.env.items():
         if any(head in deleted for head in _heads(place)):
             continue  # `out.past_key_values` after `del out`
