@@ -28,6 +28,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -225,6 +226,7 @@ class ModuleCase:
     name: str
     factory: Callable[[], nn.Module]
     inputs: tuple[tuple[str, object], ...] = X
+    inplace: bool = False  # made with `inplace=True`: it writes its input, which must not be a grad leaf
 
 
 def module_cases() -> list[ModuleCase]:
@@ -246,8 +248,10 @@ def module_cases() -> list[ModuleCase]:
         "Softplus",
         "PReLU",
     )
+    inplace = [name for name in activations if _takes_inplace(getattr(nn, name))] + ["Dropout"]
     return [
         *(ModuleCase(name, getattr(nn, name)) for name in activations),
+        *(ModuleCase(f"{name}.inplace", partial(getattr(nn, name), inplace=True), inplace=True) for name in inplace),
         ModuleCase("Softmax", dim1(nn.Softmax)),
         ModuleCase("LogSoftmax", dim1(nn.LogSoftmax)),
         ModuleCase("Linear", lambda: nn.Linear(3, 3)),
@@ -373,7 +377,7 @@ def run_module(case: ModuleCase, requires_grad) -> Call:
     module = case.factory()
     for name, parameter in module.named_parameters():
         parameter.requires_grad_(name in requires_grad)
-    values = {name: _value(spec, name in requires_grad, written=False) for name, spec in case.inputs}
+    values = {name: _value(spec, name in requires_grad, written=case.inplace) for name, spec in case.inputs}
     result = module(*values.values())
     state = {**dict(module.named_parameters()), **dict(module.named_buffers())}
     return Call({**values, **state}, _outputs(result), history=[])

@@ -209,6 +209,43 @@ y.sum().backward()
             """
 import torch
 import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 4, 3, padding=1)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        out = self.relu(self.conv(x))
+        out += x
+        return out
+
+Block()(torch.randn(1, 4, 8, 8)).sum().backward()
+""",
+            (13,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 4, 3, padding=1)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        out = self.relu(self.conv(x))
+        out = out + x
+        return out
+
+Block()(torch.randn(1, 4, 8, 8)).sum().backward()
+""",
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 class Router(nn.Module):

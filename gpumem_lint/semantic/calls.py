@@ -58,8 +58,10 @@ class CallSemantics:
         ):
             callee = self._eval(func, state, record=False)
             self._in_graph(callee)  # `model(x)`, `self.encoder(x)`
-        if name is not None and args and any(h.role is Role.INPLACE_MODULE for h in state.env.get(name, ())):
+        layers = [h for h in state.env.get(name, ()) if h.role is Role.INPLACE_MODULE] if name is not None else []
+        if layers and args:
             self._write(args[0], node, "inplace module", state)
+            self._save_inplace_layer(node, layers[0].module, args[0], state)
             return args[0]
         qualified = self.imports.qualify_name(name) if name is not None else None
         self._note_release_call(node, qualified, state)
@@ -285,7 +287,7 @@ class CallSemantics:
             name = qualified.rsplit(".", 1)[1]
             if name in k.module_inplace_kwarg and is_constant(keyword(node, "inplace"), "True"):
                 handle = self._handle(("module", id(node)), Storage(name, "fresh"), AliasKind.OWN, node)
-                handle.role = Role.INPLACE_MODULE
+                handle.role, handle.module = Role.INPLACE_MODULE, qualified
                 return Value(frozenset({handle}))
             return self._fresh_value(node)
         name = qualified[len("torch.") :] if qualified.count(".") == 1 else None

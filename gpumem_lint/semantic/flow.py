@@ -172,9 +172,11 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if name in self.passed:  # `sinusoidal(embedding.weight)`: the caller's grad leaf
                 handle.grad, handle.leaf, handle.tensor = self.passed[name].grad, self.passed[name].leaf, True
             state.env[name] = frozenset({handle})
-        for place in self.scope.inplace_modules:
+        for place, module in self.scope.inplace_modules.items():
             storage = self._storage(("module", place), place, "external")
-            role_handle = self._handle(("module", place), storage, AliasKind.OWN, None, role=Role.INPLACE_MODULE)
+            role_handle = self._handle(
+                ("module", place), storage, AliasKind.OWN, None, role=Role.INPLACE_MODULE, module=module
+            )
             state.env[place] = frozenset({role_handle})
         self._block(self.scope.body, state)
         writes = list(self.writes.values())

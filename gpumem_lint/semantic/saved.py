@@ -108,6 +108,12 @@ class SavedSemantics:
             inputs["self"] = receiver
         self._keep(node, name, saved, inputs, result, state)
 
+    def _save_inplace_layer(self, node: cst.Call, module: str | None, written: Value, state: State) -> None:
+        """`self.relu(out)` of an `nn.ReLU(inplace=True)`: what the layer keeps, often the memory it wrote."""
+        saved = saved_for_backward().modules.get(f"{module.rsplit('.', 1)[-1]}.inplace") if module else None
+        if saved is not None and not self._no_grad:
+            self._keep(node, module.removeprefix("torch."), saved, dict(zip(saved.arguments, [written])), written, state)
+
     def _save_operation(
         self, node: cst.CSTNode, operator: cst.CSTNode, left: Value, right: Value, result: Value, state: State
     ) -> None:

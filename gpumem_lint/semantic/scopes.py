@@ -28,7 +28,7 @@ class Scope:
     class_name: str | None = None
     params: dict[str, bool | None] = field(default_factory=dict)  # name -> tensor? (None: unknown)
     no_grad: bool = False  # decorated @torch.no_grad() / @torch.inference_mode()
-    inplace_modules: set[str] = field(default_factory=set)  # "self.act" = nn.ReLU(inplace=True)
+    inplace_modules: dict[str, str] = field(default_factory=dict)  # "self.act" -> "torch.nn.ReLU" (inplace=True)
     tensor_places: set[str] = field(default_factory=set)  # used as receiver of a tensor-only method
     docstring: str | None = None
     enclosing: tuple[str, ...] = ()  # names of the functions this one is nested in
@@ -54,7 +54,7 @@ class Scope:
 class _Class:
     name: str
     facts: ClassFacts
-    inplace_modules: set[str] = field(default_factory=set)
+    inplace_modules: dict[str, str] = field(default_factory=dict)
     pending: list[tuple[str, cst.Call]] = field(default_factory=list)
     methods: list[Scope] = field(default_factory=list)
 
@@ -200,7 +200,7 @@ class ScopeCollector(Walker):
                     and qualified.rsplit(".", 1)[1] in inplace
                     and is_constant(keyword(call, "inplace"), "True")
                 ):
-                    info.inplace_modules.add(place)
+                    info.inplace_modules[place] = qualified
             for method in info.methods:
                 method.inplace_modules = info.inplace_modules
         for scope in self.scopes:
