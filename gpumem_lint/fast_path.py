@@ -14,6 +14,8 @@ read from it:
   whole, because its methods share what `__init__` builds (an `inplace` module);
 - any scope that mentions a kept top-level function by name (calling a function that
   writes its argument is a write in the caller, and confirms that function's finding);
+- a class that a kept scope names, whole, and in turn the classes its methods name: what
+  `model = Net()` holds (`model.fc.weight`, a Parameter) comes from `Net.__init__`;
 - a name imported under an alias counts as the name it stands for (`zeros_ as z`).
 
 `Reduction.origin` maps each line back to the file, so positions, `# noqa` and fixes are
@@ -305,6 +307,7 @@ class _Reducer:
         for unit in self.units:
             self._select(unit)
         self._close_over_calls()
+        self._keep_built_classes()
         if all(unit.kept or unit.is_import for unit in self.units):
             return None  # nothing to hollow out: parse the file as it is
         for unit in self.units:
@@ -378,6 +381,19 @@ class _Reducer:
                 for member in unit.members:
                     member.kept = member.kept or not member.is_function
                 self._settle(unit)
+
+    def _keep_built_classes(self) -> None:
+        """Classes whose attribute facts a kept scope relies on by naming them (`model = Net()`, then
+        `model.fc.weight`), and in turn those their methods name (`self.encoder = Encoder()`)."""
+        pending = {unit.node.name: unit for unit in self.units if unit.is_class and not unit.kept}
+        while pending:
+            kept = [scope for unit in self.units for scope in unit.members or [unit] if scope.kept]
+            named = {name for line, name in self.index.words(set(pending)) if any(s.start <= line <= s.end for s in kept)}
+            if not named:
+                return
+            for name in named:
+                unit = pending.pop(name)
+                unit.kept, unit.members = True, []
 
     # -------------------------------------------------------------- output
 

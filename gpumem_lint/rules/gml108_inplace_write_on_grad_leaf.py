@@ -216,6 +216,25 @@ def sgd(model, x):
     INVALID = (
         Invalid(
             """
+import torch.nn as nn
+
+class Output(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dense = nn.Linear(4, 4)
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.output = Output()
+
+layer = Layer()
+layer.output.dense.weight[:, 1] -= 1
+""",
+            (15,),
+        ),
+        Invalid(
+            """
 import torch
 import torch.nn as nn
 
