@@ -35,8 +35,9 @@ class EmptyCacheAfterDelStillReferenced(Rule):
     another module's groups on the path that deletes this one). A deleted parameter is not judged
     by itself: the caller may hold it, or may have passed a temporary, which CPython 3.11+ moves into
     the callee's frame, where `del` does free it. A name that may hold one of several objects (bound
-    in the arms of an `if`) is reported only when each of them is still referenced; a holder bound on
-    only one path is reported: on that path the memory stays.
+    in the arms of an `if`, or anew by a loop) is not judged: which one a holder keeps may depend on a
+    flag the del is also under. A holder bound on only one path is reported: on that path the memory
+    stays.
 
     ## Example
     ```python

@@ -66,13 +66,17 @@ class ReleaseSemantics:
         if qualified not in memory_api().empty_cache_functions:
             return
         for place, (target, handles) in self._deleted.items():
-            if any(h.element or h.role is not None for h in handles):
+            # One object on every path: where `if` arms (or loop passes) bind others, the one a holder
+            # keeps may not be the one deleted on the path taken, and flags like `train_encoder` decide.
+            if len(handles) != 1:
+                continue
+            (handle,) = handles
+            if handle.element or handle.role is not None:
                 continue  # an item of a loop, held by what it iterates; an optimizer, whose state is not followed
-            # Whichever object the name held on the path taken (`if` arms may bind others), it is held.
-            found = [_holder(handle, state, self._deleted.keys()) for handle in handles]
-            if found and None not in found:
-                holder, handle = found[0]
-                made = None if handle in handles else handle.node
+            found = _holder(handle, state, self._deleted.keys())
+            if found is not None:
+                holder, alias = found
+                made = None if alias is handle else alias.node
                 self.retained.setdefault((id(node), id(target)), Retained(node, target, place, holder, made))
 
 
