@@ -169,6 +169,8 @@ def main() -> None:
     paths = sorted(CASES.glob("*.py"))
     if args.case:
         paths = [path for path in paths if path.stem in args.case]
+        if len(paths) != len(set(args.case)):
+            raise SystemExit(f"no such case among {sorted(set(args.case) - {path.stem for path in paths})}")
     results = [measure(load_case(path), not args.no_trace, args.trace_timeout) for path in paths]
     if args.json:
         print(json.dumps([asdict(r) for r in results], indent=2))
