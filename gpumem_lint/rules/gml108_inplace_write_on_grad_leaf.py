@@ -37,7 +37,8 @@ class InplaceWriteOnGradLeaf(Rule):
     `backward()`. Code that
     a caller runs under `torch.no_grad()` is reported, since this function alone would raise.
     A file that turns `requires_grad` off anywhere (`p.requires_grad = False`,
-    `requires_grad_(False)`) has its module parameters treated as unknown. A `for` loop is
+    `requires_grad_(False)`) has its module parameters treated as unknown, unless what it
+    turns off is a parameter of the function doing it, which that function's flow follows. A `for` loop is
     taken to run at least once: a leaf that every pass rebinds (`for layer in self.layers:
     h = layer(h)`) is not the value after the loop, though an empty iterable would leave it.
 
@@ -214,6 +215,46 @@ def sgd(model, x):
 """,
     )
     INVALID = (
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+def create_sinusoidal(weight):
+    n, d = weight.shape
+    position = torch.arange(n).unsqueeze(1)
+    weight[:, 0::2] = torch.sin(position / 10000 ** (torch.arange(0, d, 2) / d))
+    weight.requires_grad = False
+
+class Positions(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Embedding(16, 8)
+        create_sinusoidal(self.table.weight)
+
+Positions()
+""",
+            (8,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+def create_sinusoidal(weight):
+    n, d = weight.shape
+    position = torch.arange(n).unsqueeze(1)
+    with torch.no_grad():
+        weight[:, 0::2] = torch.sin(position / 10000 ** (torch.arange(0, d, 2) / d))
+    weight.requires_grad = False
+
+class Positions(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Embedding(16, 8)
+        create_sinusoidal(self.table.weight)
+
+Positions()
+""",
+        ),
         Invalid(
             """
 import torch.nn as nn

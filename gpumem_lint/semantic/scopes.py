@@ -132,7 +132,7 @@ class ScopeCollector(Walker):
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
             self._functions[-1].trains = True
         if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" and node.args:
-            self._freezes |= is_constant(node.args[0].value, "False")
+            self._freezes |= is_constant(node.args[0].value, "False") and self._freezes_beyond(func.value)
         owner = self._method_owner()
         registers = isinstance(func, cst.Attribute) and func.attr.value in ("register_parameter", "register_buffer")
         if owner is not None and registers and _is_self(func.value):
@@ -152,7 +152,10 @@ class ScopeCollector(Walker):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if is_constant(node.value, "False") and any(
-            isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad" for t in node.targets
+            isinstance(t.target, cst.Attribute)
+            and t.target.attr.value == "requires_grad"
+            and self._freezes_beyond(t.target.value)
+            for t in node.targets
         ):
             self._freezes = True
         owner = self._method_owner()
@@ -180,6 +183,11 @@ class ScopeCollector(Walker):
                 self._assign_attribute(owner, element.value, None)
         elif isinstance(target, cst.Attribute) and _is_self(target.value):
             self._class_facts.assign(owner.facts, target.attr.value, value)
+
+    def _freezes_beyond(self, tensor: cst.BaseExpression) -> bool:
+        """Turning grad off for more than one function's flow can follow: not for a parameter of
+        the function itself (`E.requires_grad = False`), which its flow sees where it happens."""
+        return not (isinstance(tensor, cst.Name) and tensor.value in self._functions[-1].all_params)
 
     def _method_owner(self) -> _Class | None:
         """The class whose method's own body is being walked (not a nested function's)."""
