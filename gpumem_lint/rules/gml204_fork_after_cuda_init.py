@@ -46,7 +46,12 @@ class ForkAfterCudaInit(Rule):
     The fork happens where the children start: a `Process` at its `start()` — also when it is
     made in one method and started in another (`self.worker = Process(...)` in `__init__`,
     `self.worker.start()` in `run()`) — a `Pool` where it is made, and a `ProcessPoolExecutor`
-    under fork at the first task it is given.
+    under fork at the first task it is given, also when a method of the class made it
+    (`self.executor = ProcessPoolExecutor()` in `__init__`, `self.executor.submit(f, x)` in
+    `run()`: the class facts say what `self.executor` holds). Measured on CPU by
+    `tests/test_fork_points.py`: a child of such a pool or executor carries what the parent did
+    before its fork point, and the rule flags exactly the programs whose child was forked after
+    the parent's CUDA initialisation.
 
     What initialises the driver comes from the shared lock-in table
     ([knowledge/lockin.toml](../gpumem_lint/knowledge/lockin.toml)): an allocation or
@@ -63,6 +68,13 @@ class ForkAfterCudaInit(Rule):
     and equally after nothing more than `torch.cuda.is_available()` (measured on an H200,
     [docs/facts.md](../docs/facts.md) F14). The error surfaces in the child, far from the
     `is_available()` that caused it.
+
+    ## Known problems
+    A pool or executor held on `self` is followed when every method that assigns the attribute
+    assigns that one constructor call (or `None`). An executor made there with `mp_context=` is
+    not judged: its start method is an expression of the other method. The first task is taken to
+    be the one given after CUDA in the same method: a task another method gave earlier, before
+    CUDA, has already forked the workers.
 
     ## Example
     ```python
@@ -144,6 +156,22 @@ class Server:
         self.worker.start()  # forked before the parent touches CUDA
         self.model.cuda()
         return self.queue.get()
+""",
+        """
+import torch
+import multiprocessing as mp
+
+def score(batch):
+    return torch.as_tensor(batch, device="cuda").sum().item()
+
+class Scorer:
+    def __init__(self):
+        self.pool = mp.Pool(2)  # a Pool forks its workers here, before the parent touches CUDA
+        self.model = torch.nn.Linear(2, 2)
+
+    def run(self, batches):
+        self.model.cuda()
+        return self.pool.map(score, batches)
 """,
     )
     INVALID = (
@@ -237,6 +265,29 @@ class Server:
         return self.queue.get()
 """,
             (16,),
+        ),
+        Invalid(
+            """
+import torch
+from concurrent.futures import ProcessPoolExecutor
+
+def score(batch):
+    return torch.as_tensor(batch, device="cuda").sum().item()
+
+class Scorer:
+    def __init__(self):
+        self.executor = ProcessPoolExecutor(2)
+        self.model = torch.nn.Linear(2, 2)
+
+    def run(self, batch):
+        self.model.cuda()
+        return self.executor.submit(score, batch).result()
+
+    def close(self):
+        self.executor.shutdown()
+        self.executor = None
+""",
+            (15,),
         ),
     )
 

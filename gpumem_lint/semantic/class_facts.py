@@ -17,6 +17,7 @@ import libcst as cst
 from gpumem_lint.knowledge import knowledge
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.literals import is_constant, keyword
+from gpumem_lint.semantic.processes import process_table
 
 _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
@@ -40,6 +41,8 @@ class ClassFacts:
     name: str
     bases: tuple[str, ...]  # qualified where imported, else as written
     attributes: dict[str, AttributeFact | None] = field(default_factory=dict)  # None: unknown
+    #: `self.pool = Pool(...)`: the pool or executor call an attribute holds (None: something else too).
+    workers: dict[str, cst.Call | None] = field(default_factory=dict)
 
 
 class ClassTable:
@@ -62,6 +65,12 @@ class ClassTable:
                     return True
                 pending.append(base)
         return False
+
+    def workers(self, name: str, attribute: str) -> cst.Call | None:
+        """The `Pool(...)` / `ProcessPoolExecutor(...)` call that `self.<attribute>` holds in every method
+        of class `name` that assigns it (`None` aside: a closed pool is often reset to it)."""
+        facts = self._classes.get(name)
+        return facts.workers.get(attribute) if facts is not None else None
 
     def attribute(self, module: str, attribute: str) -> AttributeFact | None:
         """What `<an instance of module>.<attribute>` holds, when known."""
@@ -130,7 +139,17 @@ class ClassFactsBuilder:
         table = ClassTable(self._classes)
         for owner, attribute, value in self._assignments:
             self._merge(owner, attribute, self._fact(value, table))
+            if not is_constant(value, "None"):
+                workers = value if self._makes_workers(value) else None
+                known = owner.workers.get(attribute, workers)
+                owner.workers[attribute] = workers if known is workers else None
         return table
+
+    def _makes_workers(self, value: cst.BaseExpression | None) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        kind = process_table().constructors.get(self._imports.qualify(value.func) or "")
+        return kind in ("pool", "executor")
 
     def _fact(self, value: cst.BaseExpression | None, table: ClassTable) -> AttributeFact | None:
         if not isinstance(value, cst.Call):

@@ -150,6 +150,7 @@ class ProcessSemantics:
         self._sent_by: dict[Handle, Crossing] = {}
         self._open: list[Crossing] = []
         self._by_node: dict[int, Crossing] = {}  # loops evaluate a call more than once
+        self._attribute_objects: dict[int, ProcessObject] = {}  # by id of the call another method made them with
         #: Parameters known to receive a queue or pipe end (set by the module-level model).
         self.channel_parameters: frozenset[str] = frozenset()
 
@@ -179,7 +180,7 @@ class ProcessSemantics:
             return receiver  # returns self: `t = torch.zeros(1).share_memory_()`
         found = [
             self.process_facts.process_objects[h] for h in receiver.handles if h in self.process_facts.process_objects
-        ]
+        ] or self._attribute_workers(func.value)
         if found:
             value = self._object_method(node, method, found[0], args, state)
             if value is not None:
@@ -189,6 +190,24 @@ class ProcessSemantics:
         if method in table.wait_methods and not any(arg.keyword is None for arg in node.args):
             self._finish_open(state)
         return None
+
+    def _attribute_workers(self, receiver: cst.BaseExpression) -> list[ProcessObject]:
+        """`self.pool.map(f, xs)` in a method, where another method of the class made `self.pool =
+        Pool(...)` (the class facts): that pool. An executor's `mp_context` is an expression of the
+        other method, so its start method is unknown here."""
+        scope = self.scope
+        place = dotted_name(receiver)
+        if scope.classes is None or not scope.is_method or place is None or place.count(".") != 1:
+            return []
+        head, _, attribute = place.partition(".")
+        call = scope.classes.workers(scope.class_name, attribute) if head == "self" else None
+        if call is None:
+            return []
+        if id(call) not in self._attribute_objects:
+            kind = process_table().constructors[self.imports.qualify(call.func)]
+            method = UNKNOWN_METHOD if keyword(call, "mp_context") is not None else None
+            self._attribute_objects[id(call)] = ProcessObject(kind, method, node=call)
+        return [self._attribute_objects[id(call)]]
 
     def _leave_process_block(self, values: list[Value], state: State) -> None:
         """Leaving `with Pool() as pool:` / `with ProcessPoolExecutor() as ex:` waits for (or
