@@ -123,6 +123,15 @@ def _public(namespace, names) -> list[str]:
     return sorted(n for n in names if not n.startswith("_") and present(n))
 
 
+#: Augmented assignment and the in-place method Python calls for it; without that method
+#: (`Tensor.__imatmul__`), `x @= y` rebinds x to a new tensor.
+AUGMENTED = {
+    "+=": "__iadd__", "-=": "__isub__", "*=": "__imul__", "/=": "__itruediv__", "//=": "__ifloordiv__",
+    "%=": "__imod__", "**=": "__ipow__", "&=": "__iand__", "|=": "__ior__", "^=": "__ixor__",
+    "<<=": "__ilshift__", ">>=": "__irshift__", "@=": "__imatmul__",
+}
+
+
 def build_tables() -> dict:
     # One entry per op name: overloads (add_.Tensor, add_.Scalar) are the
     # same Python name, and a name qualifies if any of its overloads does.
@@ -177,6 +186,7 @@ def build_tables() -> dict:
             if inspect.isclass(c := getattr(nn, n)) and issubclass(c, nn.Module) and _has_inplace_param(c.__init__)
         ),
         "init_functions": _public(nn.init, [n for n in dir(nn.init) if n.endswith("_")]),
+        "inplace_operators": sorted(symbol for symbol, method in AUGMENTED.items() if hasattr(torch.Tensor, method)),
     }
 
 

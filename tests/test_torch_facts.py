@@ -313,3 +313,17 @@ def test_f31_shape_dependent_expands_stretch_only_the_smaller_inputs(name):
     assert full.tolist() == [[-1.0, 0.0, 1.0], [2.0, 3.0, 4.0]]
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         stretched.add_(1)
+
+
+_AUGMENTED_SOURCES = {"+=": "x += y", "@=": "x @= y", "**=": "x **= y", "//=": "x //= y", "<<=": "x <<= y"}
+
+
+@pytest.mark.parametrize("symbol", sorted(_AUGMENTED_SOURCES))
+def test_f33_augmented_assignment_writes_in_place_unless_torch_lacks_the_method(symbol):
+    x = torch.ones(2, 2, dtype=torch.int64) * 2
+    held, version = x, x._version
+    namespace = {"x": x, "y": torch.ones(2, 2, dtype=torch.int64)}
+    exec(_AUGMENTED_SOURCES[symbol], namespace)
+    in_place = namespace["x"] is held and held._version > version
+    assert in_place == (symbol in _knowledge().inplace_operators)
+    assert in_place or held.tolist() == [[2, 2], [2, 2]]

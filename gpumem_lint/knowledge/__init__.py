@@ -26,6 +26,7 @@ _BUILTIN_METHOD_NAMES = frozenset(name for kind in (list, dict, str, tuple, set,
 class Knowledge:
     torch_version: str
     inplace_methods: frozenset[str]
+    inplace_operators: frozenset[str]  # `x += y` writes x; `x @= y` rebinds it (no `Tensor.__imatmul__`)
     inplace_functions: frozenset[str]
     out_functions: frozenset[str]
     view_methods: frozenset[str]
@@ -131,6 +132,7 @@ def knowledge() -> Knowledge:
     return Knowledge(
         torch_version=ops["torch_version"],
         inplace_methods=_set(ops["inplace_methods"]),
+        inplace_operators=_set(ops["inplace_operators"]),
         inplace_functions=_set(ops["inplace_functions"]),
         out_functions=_set(ops["out_functions"]),
         view_methods=_set(ops["view_methods"]) | _set(hand["views"]["methods"]),

@@ -80,6 +80,30 @@ class InplaceWriteOnSavedTensor(Rule):
     VALID = (
         """
 import torch
+import torch.nn as nn
+
+class Head(nn.Module):
+    def forward(self, x):
+        h = torch.sigmoid(x)
+        h @= self.proj
+        return h
+""",
+        """
+import torch
+import torch.nn as nn
+
+class GraphConv(nn.Module):
+    def forward(self, graph, skip):
+        rst = graph.dstdata["h"]
+        if self.use_norm:
+            norm = graph.in_degrees().float().clamp(min=1).pow(-0.5)
+            rst = rst * norm
+        if self.residual:
+            rst += skip
+        return rst
+""",
+        """
+import torch
 
 def train(accelerator, model, train_dataloader, epochs):
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -205,6 +229,37 @@ y.sum().backward()
 """,
     )
     INVALID = (
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Gate(nn.Module):
+    def forward(self, x):
+        h = torch.relu(x)
+        keep = h
+        h = h * 2
+        keep += 1
+        return h + keep
+
+Gate()(torch.randn(4, requires_grad=True)).sum().backward()
+""",
+            (10,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+class Gate(nn.Module):
+    def forward(self, x):
+        h = torch.relu(x)
+        keep = h
+        h = h * 2
+        keep = keep + 1
+        return h + keep
+
+Gate()(torch.randn(4, requires_grad=True)).sum().backward()
+""",
+        ),
         Invalid(
             """
 import torch

@@ -493,13 +493,20 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
 
     def _forget_unreachable(self, handles: frozenset[Handle], state: State) -> None:
         """Drop what a handle no place holds any more has seen, so that a join with
-        another path (where it is still bound) does not inherit this path's writes."""
+        another path (where it is still bound) does not inherit this path's writes; and what
+        autograd kept of memory no place reaches any more (`rst = rst * norm` kept the old
+        `rst`, which nothing can write now), so that a join does not tie it to a later write."""
+        kept = [h for h in handles if h.storage in state.saved] if state.saved else []
         handles = frozenset(h for h in handles if h in state.stale or h in state.hidden)
-        if not handles:
+        if not handles and not kept:
             return
-        for handle in handles - state.live_handles():
+        live = state.live_handles()
+        for handle in handles - live:
             state.stale.pop(handle, None)
             state.hidden.pop(handle, None)
+        for dropped in kept:
+            if dropped not in live and not any(_reaches(h, dropped) for h in live):
+                state.saved.pop(dropped.storage, None)
 
     def _retire_older_aliases(self, handles: frozenset[Handle], state: State) -> None:
         """`buf = torch.empty(n)` run again by a loop is new memory: the views and stored
@@ -585,13 +592,19 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 self._save_operation(node, node.operator, item, value, item, state)
             return
         target = self._eval(node.target, state)
-        if self._is_array(target):
+        rebinds = target.tensor and not target.ndarray and _operator(node) not in self.k.inplace_operators
+        if self._is_array(target) and not rebinds:
             self._write(target, node, _operator(node), state, certain=False)
             self._save_operation(node, node.operator, target, value, target, state)
             return
         place = dotted_name(node.target)
-        if place is not None:
-            self._assign_place(place, frozenset({self._fresh(node, place, value)}), state)
+        if place is None:
+            return
+        result = self._fresh(node, place, value, tensor=target.tensor or value.tensor)
+        if rebinds:  # `x @= w` is `x = x @ w`
+            self._operation_grad(result, [target, value])
+            self._save_operation(node, node.operator, target, value, Value(frozenset({result})), state)
+        self._assign_place(place, frozenset({result}), state)
 
     # ---------------------------------------------------------- expressions
 
@@ -1116,6 +1129,17 @@ def _positional_sources(node: cst.CSTNode, arity: int) -> list[list[cst.BaseExpr
             return None
         return [b + o for b, o in zip(body, orelse)]
     return None
+
+
+def _reaches(handle: Handle, dropped: Handle) -> bool:
+    """`handle` can still write the memory `dropped` held. An item taken from a container
+    (`rst = graph.dstdata["h"]`) is not reached through the container or its owners, only by
+    taking the item anew."""
+    if not handle.storage.related(dropped.storage):
+        return False
+    if dropped.element and (handle in dropped.chain() or handle.storage in dropped.storage.lineage()):
+        return handle.storage is dropped.storage and handle not in dropped.chain()
+    return True
 
 
 def _names_in(target: cst.BaseExpression) -> list[cst.Name]:
