@@ -21,9 +21,12 @@ class InplaceWriteOnArgument(Rule):
     ## What it does
     Flags an in-place write to a tensor the caller passed in — `x += self.bias`,
     `x.relu_()`, `F.relu(x, inplace=True)`, an `nn.ReLU(inplace=True)` applied to the
-    input, `x[mask] = 0` — in a module's `forward`, or in a plain function that a caller
-    in the same module passes a tensor it reads again afterwards, when nothing says that
-    mutating the argument is the function's job.
+    input, `x[mask] = 0` — in a module's `forward`, or in a plain function that returns
+    the tensor it wrote and that a caller in the same module passes a tensor it reads again
+    afterwards, when nothing says that mutating the argument is the function's job. A
+    function that writes its argument and returns something else, or nothing
+    (`check_audio(clip)`), is an in-place procedure: its callers read the argument for its
+    result.
 
     ## Why is this bad?
     The caller still holds the tensor. A residual connection (`block(x) + x`), a logged
@@ -88,6 +91,20 @@ class InplaceWriteOnArgument(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        """
+import torch
+
+def check_audio(audio: torch.Tensor, source: str) -> None:
+    if audio.abs().max() > 2:
+        print(f"{source}: samples out of range")
+    audio.clamp_(-1, 1)
+
+def load_clips(source, decode):
+    clips = [decode(source, rate) for rate in (16000, 22050)]
+    for clip in clips:
+        check_audio(clip, source)
+    return [clip.unsqueeze(0) for clip in clips]
+""",
         """
 import torch.nn as nn
 import torch.nn.functional as F
@@ -361,7 +378,7 @@ class PreAct(nn.Module):
                         "new values, and autograd raises if it is a leaf that requires grad",
                         fix=unshared_write(ctx, write),
                     )
-                elif (scope.name, name) in confirmed:
+                elif (scope.name, name) in confirmed and write.storage in facts.returned:
                     call, read = confirmed[scope.name, name]
                     yield Report(
                         write.node,
