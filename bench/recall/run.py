@@ -5,9 +5,9 @@ Each case marks the line of its hazard with a trailing `# hazard: CODE`, and may
 function that writes it. The case is found when a finding of CODE lands on the hazard line ("on
 line"), on a via line ("via line": the report points at the call), or names the hazard line ("names
 line": a related location, or `file.py:N` / `line N` in the message, since a two-line hazard may be
-reported at its other end). Cases
-whose header says `runs-on-cpu: yes` are also run under `gpumem-lint trace --no-static`, judged the
-same way. Both run the installed gpumem-lint in subprocesses; this script never imports torch.
+reported at its other end). Cases whose header says `runs-on-cpu: yes` are also run under
+`gpumem-lint trace --no-static`, judged the same way. Both run the installed gpumem-lint in
+subprocesses; this script never imports torch.
 
     python bench/recall/run.py            # the table and the totals
     python bench/recall/run.py --json     # one object per case
