@@ -5,6 +5,7 @@
     python bench/trace_overhead.py --workload resnet50 --device cuda  # ResNet-50-shaped net, batch 64, SGD
     python bench/trace_overhead.py --workload torchvision --device cuda  # a real training step (below)
     python bench/trace_overhead.py split --workload torchvision --device cuda  # where the tracer's time goes
+    python bench/trace_overhead.py opcodes --workload narrow       # the tracker's own work per op, counted
     python bench/trace_overhead.py --workload torchvision --device cuda --compare /tmp/before  # an older tracer too
 
 `torchvision` is what users run: torchvision's ResNet-50, bf16 autocast, channels_last, GradScaler, and batches
@@ -13,7 +14,7 @@ from a 2-worker DataLoader (uint8 images in pinned memory, made float on the GPU
 Each configuration runs in its own process: plain `python`, under an empty dispatch mode (the floor any
 dispatch-mode tracer pays), under `gpumem-lint trace --no-static` (every step traced), and under
 `gpumem-lint trace --no-static --trace-steps N` (the sampling mode: N steps traced, then full speed); with
-`--compare DIR`, also the tracer of the gpumem_lint package in DIR (a copy of an older commit). The workload
+`--compare DIR`, also the tracer of the gpumem_lint package in DIR (a copy of an older commit), both ways. The workload
 prints its median step time (wall clock, and process CPU time) over the timed steps, the wall time of the
 whole loop (warm-up included: what a run pays in total), each step's time and its first operator's; the report
 gives the ratios to plain and the tracer's cost per dispatched operator, for each clock, the whole process's wall
@@ -52,14 +53,15 @@ def build(workload: str, device: str):
     return model, inputs.to(device), targets.to(device), optimizer
 
 
-def resnet50():
-    """ResNet-50's shape (bottleneck blocks 3-4-6-3, widths 64-2048, BatchNorm, in-place ReLU, residual adds),
-    built here: torchvision may not be installed where the benchmark runs."""
+def resnet50(narrow: int = 1):
+    """ResNet-50's shape (bottleneck blocks 3-4-6-3, widths 64-2048 divided by `narrow`, BatchNorm, in-place ReLU,
+    residual adds), built here: torchvision may not be installed where the benchmark runs."""
     from torch import nn
 
     class Bottleneck(nn.Module):
         def __init__(self, inputs: int, width: int, stride: int) -> None:
             super().__init__()
+            width //= narrow
             outputs = width * 4
             self.body = nn.Sequential(
                 nn.Conv2d(inputs, width, 1, bias=False),
@@ -83,17 +85,17 @@ def resnet50():
             out += self.shortcut(x)
             return self.relu(out)
 
+    channels = 64 // narrow
     layers: list[nn.Module] = [
-        nn.Conv2d(3, 64, 7, 2, 3, bias=False),
-        nn.BatchNorm2d(64),
+        nn.Conv2d(3, channels, 7, 2, 3, bias=False),
+        nn.BatchNorm2d(channels),
         nn.ReLU(inplace=True),
         nn.MaxPool2d(3, 2, 1),
     ]
-    channels = 64
     for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
         for index in range(blocks):
             layers.append(Bottleneck(channels, width, stride if index == 0 else 1))
-            channels = width * 4
+            channels = width // narrow * 4
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, 1000)]
     return nn.Sequential(*layers)
 
@@ -149,11 +151,37 @@ def real_step(device: str):
     return step
 
 
+def narrow_step(device: str):
+    """The real step's operators on a CPU: ResNet-50's shape at 1/16 of its widths on 32x32 images (batch 2), bf16
+    autocast, channels_last, GradScaler, SGD with momentum over lists of tensors (what CUDA picks by default)."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = resnet50(narrow=16).to(device, memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, weight_decay=1e-4, foreach=True)
+    scaler = torch.amp.GradScaler(device)
+    images = torch.randn(2, 3, 32, 32, device=device).to(memory_format=torch.channels_last)
+    labels = torch.randint(0, 1000, (2,), device=device)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device, dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(model(images), labels)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+
+    return step
+
+
 def training_step(args):
     from torch import nn
 
     if args.workload == "torchvision":
         return real_step(args.device)
+    if args.workload == "narrow":
+        return narrow_step(args.device)
     model, inputs, targets, optimizer = build(args.workload, args.device)
 
     def step():
@@ -211,7 +239,9 @@ def split(args) -> None:
     """Where the tracer's time goes: the step in one process, traced whole, then with parts switched off in turn
     (sites found by walking the frames instead of following calls, reading new nodes' saved tensors, every site
     lookup, saved-tensor tracking, the tracker itself: an empty hook). Each line: ms per step, and the µs per
-    operator that the part switched off had cost."""
+    operator that the part switched off had cost. Beside them, the whole tracer with the dispatch mode taken off
+    while backward runs: what tracing the backward pass costs (it sees `.data` writes that backward reads, GML101,
+    gradient accumulation and user hooks), a design's price, not a part to switch off."""
     import torch
 
     from gpumem_lint.trace import patches, saved, tracker
@@ -240,8 +270,22 @@ def split(args) -> None:
     mode = tracker.StorageMode(traced)
     mode.__enter__()
     traced.ops = 0
-    ms["full tracer" + (" (sites by following calls)" if following else " (sites by walking frames)")] = timed()
+    full = "full tracer" + (" (sites by following calls)" if following else " (sites by walking frames)")
+    ms[full] = timed()
     ops = traced.ops / (args.warmup + args.steps)
+    traced_backward = torch.autograd.backward
+
+    def untraced_backward(*arguments, **keywords):
+        mode.__exit__(None, None, None)
+        try:
+            return traced_backward(*arguments, **keywords)
+        finally:
+            mode.__enter__()
+
+    torch.autograd.backward = untraced_backward
+    ms["full tracer, backward untraced"] = timed()
+    torch.autograd.backward = traced_backward
+    ms[full + " again"] = timed()
     if following:
         sites.stop_following()
         ms["sites by walking the frames"] = timed()
@@ -261,9 +305,56 @@ def split(args) -> None:
     report, previous = {"ops_per_step": round(ops)}, None
     for name, value in ms.items():
         report[name] = {"ms": round(value, 2)}
-        if previous is not None and name not in ("plain again",):
+        if previous is not None and name not in ("plain again", full + " again"):
             report[name]["us_per_op_saved"] = round((previous - value) * 1e3 / ops, 2)
-        previous = value
+        if name != "full tracer, backward untraced":
+            previous = value
+    print(json.dumps(report, indent=2))
+
+
+def opcodes(args) -> None:
+    """The tracker's own work per operator, counted instead of timed (a count does not depend on what else the
+    machine runs): the Python opcodes executed in gpumem_lint's trace modules over two traced steps, per dispatched
+    operator and per function, after three steps of warm-up."""
+    import collections
+
+    from gpumem_lint.trace import patches, tracker
+    from gpumem_lint.trace.environment import Environment
+    from gpumem_lint.trace.findings import FindingLog
+    from gpumem_lint.trace.sites import SiteFinder
+
+    step = training_step(args)
+    sites, log = SiteFinder(), FindingLog()
+    sites.follow_calls()
+    traced = tracker.Tracker(sites, log, FindingLog(), print)
+    patches.install(traced, Environment(sites, log, print))
+    mode = tracker.StorageMode(traced)
+    mode.__enter__()
+    for _ in range(3):
+        step()
+    package = str(Path(tracker.__file__).parent)
+    counts: collections.Counter = collections.Counter()
+
+    def count(frame, event, arg):
+        if event == "opcode":
+            counts[frame.f_code.co_name] += 1
+        return count
+
+    def on_call(frame, event, arg):
+        if not frame.f_code.co_filename.startswith(package):
+            return None
+        frame.f_trace_opcodes = True
+        return count
+
+    traced.ops = 0
+    sys.settrace(on_call)
+    for _ in range(2):
+        step()
+    sys.settrace(None)
+    mode.__exit__(None, None, None)
+    ops = traced.ops
+    report = {"ops_per_step": ops / 2, "opcodes_per_op": round(sum(counts.values()) / ops, 1)}
+    report["by_function"] = {name: round(number / ops, 1) for name, number in counts.most_common(12)}
     print(json.dumps(report, indent=2))
 
 
@@ -295,6 +386,10 @@ def measure(args) -> dict:
     if args.compare:
         # `python -m` puts the current directory first on sys.path: the older package is the one imported.
         commands[f"trace ({args.compare})"] = ([*trace, *child, "--mode", "plain"], Path(args.compare))
+        commands[f"trace --trace-steps {args.trace_steps} ({args.compare})"] = (
+            [*trace, "--trace-steps", str(args.trace_steps), *child, "--mode", "plain"],
+            Path(args.compare),
+        )
     results: dict[str, list[dict]] = {name: [] for name in commands}
     for _ in range(args.rounds):
         for name, (command, cwd) in commands.items():
@@ -304,9 +399,16 @@ def measure(args) -> dict:
             lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
             if done.returncode not in (0, 1) or not lines:
                 raise SystemExit(f"{name} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
-            results[name].append({**json.loads(lines[-1]), "process_s": process_s})
+            # A tracer that stopped on an internal error runs fast and proves nothing: the report says so.
+            warnings = [line for line in done.stderr.splitlines() if line.startswith("gpumem-lint trace: warning")]
+            results[name].append({**json.loads(lines[-1]), "process_s": process_s, "warnings": warnings})
+            print(name, json.dumps({key: results[name][-1][key] for key in ("ms", "total_ms", "process_s")}),
+                  file=sys.stderr, flush=True)
+        if args.raw:
+            Path(args.raw).write_text(json.dumps(results), encoding="utf-8")
     ops = statistics.median(r["ops"] for r in results["empty-mode"])
     report = {"workload": args.workload, "device": args.device, "ops_per_step": round(ops)}
+    report["tracer warnings"] = {name: r["warnings"] for name, runs in results.items() for r in runs if r["warnings"]}
     # Wall time is what a user waits for; CPU time is steadier on a shared machine (and is the whole cost on CPU).
     for clock in ("ms", "cpu_ms"):
         ms = {name: statistics.median(r[clock] for r in runs) for name, runs in results.items()}
@@ -354,8 +456,8 @@ def _phases(runs: list[dict], plain: list[dict], args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", nargs="?", default="measure", choices=["measure", "run", "split"])
-    parser.add_argument("--workload", choices=["mlp", "resnet50", "torchvision"], default="mlp")
+    parser.add_argument("action", nargs="?", default="measure", choices=["measure", "run", "split", "opcodes"])
+    parser.add_argument("--workload", choices=["mlp", "resnet50", "narrow", "torchvision"], default="mlp")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
@@ -364,11 +466,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's default)")
     parser.add_argument("--trace-steps", type=int, default=5, help="the sampling configuration's --trace-steps")
     parser.add_argument("--compare", metavar="DIR", help="also time the tracer of the gpumem_lint package in DIR")
+    parser.add_argument("--raw", metavar="PATH", help="write every run's own numbers (each step's time) there")
     args = parser.parse_args()
     if args.action == "run":
         workload(args)
     elif args.action == "split":
         split(args)
+    elif args.action == "opcodes":
+        opcodes(args)
     else:
         print(json.dumps(measure(args), indent=2))
 

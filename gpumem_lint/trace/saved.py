@@ -22,6 +22,8 @@ import torch
 
 from gpumem_lint.trace.sites import Site
 
+Tensor = torch.Tensor
+_STRIDED = torch.strided
 _storage_id = getattr(torch._C, "_storage_id", None) or (lambda t: t.untyped_storage()._cdata)
 _TOKEN_KEY = "gpumem_lint.trace"
 #: Records of freed nodes are dropped after this many new ones.
@@ -34,7 +36,7 @@ class _NodeAlive:
     __slots__ = ("__weakref__",)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class SavedTensor:
     version: int
     op: str  # "aten::relu"
@@ -44,16 +46,13 @@ class SavedTensor:
 
 class SavedTensors:
     def __init__(self) -> None:
-        #: storage id -> what was saved in it.
-        self._by_storage: dict[int, list[SavedTensor]] = {}
+        #: storage id -> what was saved in it (a write looks its target's storage up here first).
+        self.records: dict[int, list[SavedTensor]] = {}
         #: Outputs of ops that may have saved tensors, read once the op has returned (autograd sets grad_fn then).
         self.fresh: list[tuple[object, str, Site | None]] = []
         #: Ops whose nodes save no tensors (add, sum, views): their outputs need not be read.
         self.saves_nothing: set[str] = set()
         self._recorded = 0
-
-    def __bool__(self) -> bool:
-        return bool(self._by_storage)
 
     def op_returned(self, out, op: str, site: Site | None) -> None:
         self.fresh.append((out, op, site))
@@ -61,14 +60,25 @@ class SavedTensors:
     def read_fresh(self) -> None:
         fresh, self.fresh = self.fresh, []
         for out, op, site in fresh:
-            for tensor in out if isinstance(out, (list, tuple)) else (out,):
-                if isinstance(tensor, torch.Tensor):
-                    self._read_node(tensor.grad_fn, op, site)
+            if isinstance(out, Tensor):
+                node = out.grad_fn
+                if node is not None:
+                    self._read_node(node, op, site)
+                continue
+            if not isinstance(out, (list, tuple)):
+                continue  # a number (`item()`)
+            previous = None  # an op's outputs share one node: read it once
+            for tensor in out:
+                if isinstance(tensor, Tensor):
+                    node = tensor.grad_fn
+                    if node is not None and node is not previous:
+                        self._read_node(node, op, site)
+                        previous = node
 
     def _read_node(self, node, op: str, site: Site | None) -> None:
-        if node is None:
-            return
-        names = _saved_names(type(node))
+        names = _NAMES.get(type(node))
+        if names is None:
+            names = _saved_names(type(node))
         if not names:
             self.saves_nothing.add(op)
             return
@@ -77,12 +87,18 @@ class SavedTensors:
             return  # a node already read through another of its outputs
         token = metadata[_TOKEN_KEY] = _NodeAlive()
         alive = weakref.ref(token)
+        by_storage = self.records
         for tensor in _saved_tensors(node, names):
             try:
                 storage = _storage_id(tensor)
             except RuntimeError:  # no storage (meta, functional wrappers): nothing a write could reach
                 continue
-            self._by_storage.setdefault(storage, []).append(SavedTensor(tensor._version, op, site, alive))
+            record = SavedTensor(tensor._version, op, site, alive)
+            records = by_storage.get(storage)
+            if records is None:
+                by_storage[storage] = [record]
+            else:
+                records.append(record)
             self._recorded += 1
         if self._recorded >= _SWEEP_EVERY:
             self._sweep()
@@ -90,16 +106,16 @@ class SavedTensors:
     def _sweep(self) -> None:
         self._recorded = 0
         live = {}
-        for storage, records in self._by_storage.items():
+        for storage, records in self.records.items():
             kept = [record for record in records if record.node() is not None]
             if kept:
                 live[storage] = kept
-        self._by_storage = live
+        self.records = live
 
     def overwritten(self, storage: int, version: int) -> list[SavedTensor]:
         """A write into `storage` through a tensor at `version` is about to bump that version counter: the saved
         tensors it overwrites (each reported once)."""
-        records = self._by_storage.get(storage)
+        records = self.records.get(storage)
         if not records:
             return []
         found, kept = [], []
@@ -108,26 +124,30 @@ class SavedTensors:
                 continue
             (found if record.version == version else kept).append(record)
         if kept:
-            self._by_storage[storage] = kept
+            self.records[storage] = kept
         else:
-            del self._by_storage[storage]
+            del self.records[storage]
         return found
 
     def backward_started(self) -> None:
         """A backward consumes the graph: what it saved is released, so later writes cannot break it."""
-        self._by_storage.clear()
+        self.records.clear()
 
 
-def _saved_tensors(node, names: tuple[str, ...]):
+def _saved_tensors(node, names: tuple[str, ...]) -> list:
     """The tensors a node saved (each unpacked: a new tensor object on the same memory and version counter)."""
+    found = []
     for name in names:
         try:
             value = getattr(node, name)
         except RuntimeError:  # already released, or modified by a write the tracer did not see
             continue
-        for tensor in value if isinstance(value, (list, tuple)) else (value,):
-            if isinstance(tensor, torch.Tensor) and tensor.layout == torch.strided:
-                yield tensor
+        if isinstance(value, Tensor):
+            if value.layout == _STRIDED:
+                found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(tensor for tensor in value if isinstance(tensor, Tensor) and tensor.layout == _STRIDED)
+    return found
 
 
 _NAMES: dict[type, tuple[str, ...]] = {}

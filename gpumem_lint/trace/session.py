@@ -54,7 +54,6 @@ class Session:
     # -- installation --------------------------------------------------------------------------------------
 
     def install(self) -> None:
-        self.sites.follow_calls()  # Python 3.12+: a site is the top of a stack, not a walk over the frames
         self.environment.install([])  # never undone: this process is traced to its end
         os.register_at_fork(after_in_child=self._after_fork_in_child)
         os._exit = self._exit
@@ -68,6 +67,9 @@ class Session:
 
     def _torch_imported(self) -> None:
         self.environment.record("import_torch")
+        # Python 3.12+: from here a site is the top of a stack, not a walk over the frames. Not sooner: torch's
+        # import starts some thousands of functions, each a monitoring event, and no operator runs before it.
+        self.sites.follow_calls()
         try:
             from gpumem_lint.trace import patches
             from gpumem_lint.trace.tracker import StorageMode, Tracker

@@ -68,6 +68,9 @@ class SiteFinder:
         self._roots = _library_roots() + tuple(os.path.realpath(r) + os.sep for r in extra_library_roots)
         #: id(code) -> whether it is user code; the code objects are kept (below), so no id is reused.
         self._is_user: dict[int, bool] = {}
+        #: filename -> whether it is the user's: one realpath (a stat per path component) per file, not per code
+        #: object (importing torch under the tracer starts some thousands of functions in a few hundred files).
+        self._user_files: dict[str, bool] = {}
         self._user_codes: list = []
         self._library_codes: list = []
         #: (id(code), instruction offset) -> its Site.
@@ -79,9 +82,12 @@ class SiteFinder:
         self._tool: int | None = None
 
     def is_user_file(self, filename: str) -> bool:
-        if filename.startswith("<"):
-            return False  # <frozen runpy>, <string>, <stdin>: nothing to point at
-        return not os.path.realpath(filename).startswith(self._roots)
+        verdict = self._user_files.get(filename)
+        if verdict is None:
+            # <frozen runpy>, <string>, <stdin>: nothing to point at
+            verdict = not filename.startswith("<") and not os.path.realpath(filename).startswith(self._roots)
+            self._user_files[filename] = verdict
+        return verdict
 
     def _user_code(self, code) -> bool:
         verdict = self._is_user.get(id(code))
@@ -94,6 +100,16 @@ class SiteFinder:
                 except ValueError:  # a code object that cannot be instrumented: from now on, walk the frames
                     self._threads = None
         return verdict
+
+    def is_user_caller(self, depth: int) -> bool:
+        """Whether the frame `depth` levels above the caller runs user code (False where there is no such frame:
+        autograd's engine calls ops from C++, on a thread of its own for a GPU)."""
+        try:
+            code = sys._getframe(depth + 1).f_code
+        except ValueError:
+            return False
+        verdict = self._is_user.get(id(code))
+        return self._user_code(code) if verdict is None else verdict
 
     def user_site(self) -> Site | None:
         threads = self._threads

@@ -90,8 +90,9 @@ def _needs_grad(args) -> bool:
             if value.requires_grad:
                 return True
         elif isinstance(value, (list, tuple)):
-            if any(isinstance(item, Tensor) and item.requires_grad for item in value):
-                return True
+            for item in value:
+                if isinstance(item, Tensor) and item.requires_grad:
+                    return True
     return False
 
 #: Aliases that exist to hold values (a snapshot, a gradient-free copy): reading new values through them is
@@ -161,9 +162,11 @@ class Tracker:
         self.optimizer_made = False
         self.backward_calls = 0
         #: With --trace-steps: a file the first process creates when its sample ends (a Path), which child
-        #: processes (DataLoader workers, that take no steps of their own) look for every 1024 operators.
+        #: processes (DataLoader workers, that take no steps of their own) look for every 256 operators.
         self.sample_over = None
         self.deadline: float | None = None
+        #: The operator count at which the limits above are next looked at (one comparison per operator).
+        self._next_check = 0
         #: The option whose limit ended tracing early, for the report's statuses.
         self.stopped_by: str | None = None
         self.aliases: dict[int, list[Alias]] = {}
@@ -196,41 +199,50 @@ class Tracker:
         """What `after` needs to know of this op, or None when it needs nothing. The common case (an op that
         neither writes nor makes a view nor saves for backward) costs a few attribute and dictionary lookups."""
         self.ops += 1
-        if self.max_ops is not None and self.ops > self.max_ops:
-            self.stop("--max-ops")
-            return None
-        if self.deadline is not None and not self.ops & 255 and time.monotonic() > self.deadline:
-            self.stop("--max-seconds")
-            return None
-        if self.sample_over is not None and self.in_child and not self.ops & 1023 and self.sample_over.exists():
-            self.stop("--trace-steps")  # the parent's sample ended: a worker stops too (settled at its next put)
+        if self.ops >= self._next_check and self._limit_reached():
             return None
         saved = self.saved
         if saved.fresh:
             saved.read_fresh()
         backward = _in_backward() is not None
-        if backward and saved:
+        if backward and saved.records:
             saved.backward_started()
         info = _OP_INFO.get(id(func)) or op_info(func)
+        kind = info.kind
         targets = None
-        if info.kind == WRITE:
+        if kind == WRITE:
             targets = _written(info, args, kwargs)
             if not (backward or self.optimizer_depth or self.machinery_depth) and targets:
                 self._check_overlaps(info, targets, args, kwargs)
+        elif kind == VIEW and backward and not self.sites.is_user_caller(2):
+            # Autograd's own views and detaches (AccumulateGrad's `.grad`, a view per parameter and step): no alias
+            # the program made. A user's backward hook calls its ops itself, so its views are recorded.
+            kind = OTHER
         if self.pending or self.data_writes or self.watched:
             self._check_reads(info, args, kwargs)
         saving = info.name not in saved.saves_nothing and _grad_enabled() and _needs_grad(args)
-        return None if info.kind == OTHER and not saving else (info, saving, targets)
+        return None if kind == OTHER and not saving else (kind, info, saving, targets)
 
     def after(self, step, args, kwargs, out) -> None:
-        info, saving, targets = step
-        if info.kind == VIEW:
+        kind, info, saving, targets = step
+        if kind == VIEW:
             self._register_views(info, args, out)
         elif targets:
-            for target in targets:
-                self._write_target(info, target)
+            self._write_targets(info, targets)
         if saving:
             self.saved.op_returned(out, info.name, self.sites.user_site())
+
+    def _limit_reached(self) -> bool:
+        """--max-ops exactly; --max-seconds and the end of the parent's sample (in a child) every 256 operators."""
+        ops = self.ops
+        self._next_check = ops + 256 if self.max_ops is None else min(ops + 256, self.max_ops + 1)
+        if self.max_ops is not None and ops > self.max_ops:
+            self.stop("--max-ops")
+        elif self.deadline is not None and time.monotonic() > self.deadline:
+            self.stop("--max-seconds")
+        elif self.sample_over is not None and self.in_child and self.sample_over.exists():
+            self.stop("--trace-steps")  # the parent's sample ended: a worker stops too (settled at its next put)
+        return not self.active
 
     def stop(self, option: str) -> None:
         """Sampling limit reached: the program goes on untraced."""
@@ -334,8 +346,11 @@ class Tracker:
     # -- overlapping memory (before the op) ----------------------------------------------------------------
 
     def _check_overlaps(self, info, targets: list, args, kwargs) -> None:
+        by_id = self.by_id
         for target in targets:
-            self._check_shared_elements(info, target)
+            # A dense tensor made by no recorded view repeats no element, itself or through what it views.
+            if id(target) in by_id or target.layout != _STRIDED or not target.is_contiguous():
+                self._check_shared_elements(info, target)
         if not info.read_arguments:
             return  # `relu_`, `add_(1)`: nothing else to overlap
         storages: dict[int, list] = {}
@@ -398,13 +413,23 @@ class Tracker:
             )
         )
 
-    def _write_target(self, info, target) -> None:
-        try:
-            storage = _storage_id(target)
-        except RuntimeError:
-            return
+    def _write_targets(self, info, targets: list) -> None:
+        """Each written tensor that some record concerns (most of an optimizer's 161 parameters have none)."""
+        records, aliases, by_id = self.saved.records, self.aliases, self.by_id
+        others = not self.machinery_depth and (self.numpy_wraps or self.crossed or self.received)
+        for target in targets:
+            try:
+                storage = _storage_id(target)
+            except RuntimeError:
+                continue
+            if storage in records or (
+                not self.machinery_depth and (others or storage in aliases or id(target) in by_id)
+            ):
+                self._write_target(info, target, storage)
+
+    def _write_target(self, info, target, storage: int) -> None:
         site = None
-        if self.saved and not self._made_by_data(target):
+        if storage in self.saved.records and not self._made_by_data(target):
             # Even torch's own writes (load_state_dict's) count here: autograd's version check will refuse them.
             site = self._saved_overwritten(info, self.saved.overwritten(storage, target._version))
         if self.machinery_depth:
@@ -415,30 +440,34 @@ class Tracker:
         aliases = self.aliases.get(storage)
         if aliases:
             site = self._stale_aliases(info, target, storage, aliases)
-        crossed = self.crossed.live(storage, False) if self.crossed else False
-        if crossed is not False and not self.shared_on_purpose.live(storage, False):
-            site = site or self.sites.user_site()
-            self.log.add(
-                Finding(
-                    CODES["process-boundary"],
-                    f"in-place `{_short(info.name)}` wrote a tensor after it was sent to another process: the "
-                    "receiver shares this memory, so it sees the write (or races with it)",
-                    site,
-                    [("sent to another process", crossed)] if crossed else [],
+        if self.crossed:
+            crossed = self.crossed.live(storage, False)
+            if crossed is not False and not self.shared_on_purpose.live(storage, False):
+                site = site or self.sites.user_site()
+                self.log.add(
+                    Finding(
+                        CODES["process-boundary"],
+                        f"in-place `{_short(info.name)}` wrote a tensor after it was sent to another process: the "
+                        "receiver shares this memory, so it sees the write (or races with it)",
+                        site,
+                        [("sent to another process", crossed)] if crossed else [],
+                    )
                 )
-            )
-        received = self.received.live(storage, False) if self.received else False
-        if received is not False and not self.optimizer_depth:
-            site = site or self.sites.user_site()
-            self.log.add(
-                Finding(
-                    CODES["receiver-write"],
-                    f"in-place `{_short(info.name)}` in a child process wrote a tensor its parent sent: the parent "
-                    "shares this memory and sees the write",
-                    site,
-                    [("received", received)] if received else [],
+        if self.received and not self.optimizer_depth:
+            received = self.received.live(storage, False)
+            if received is not False:
+                site = site or self.sites.user_site()
+                self.log.add(
+                    Finding(
+                        CODES["receiver-write"],
+                        f"in-place `{_short(info.name)}` in a child process wrote a tensor its parent sent: the "
+                        "parent shares this memory and sees the write",
+                        site,
+                        [("received", received)] if received else [],
+                    )
                 )
-            )
+        if not self.by_id:
+            return
         own = self.by_id.get(id(target))
         if own is not None and own.kind == "data" and own.ref() is target:
             site = site or self.sites.user_site()
@@ -692,13 +721,14 @@ def _add_tensors(found: list, value) -> None:
     if isinstance(value, Tensor):
         found.append(value)
     elif isinstance(value, (list, tuple)):
-        found.extend(item for item in value if isinstance(item, Tensor))
+        found.extend([item for item in value if isinstance(item, Tensor)])
 
 
 #: Exact element checks enumerate the offsets of tensors up to this size; larger ones are judged by the bounds
 #: alone where those decide, and otherwise not reported.
 _EXACT_LIMIT = 1 << 20
 _CHANNELS_LAST = torch.channels_last
+_STRIDED = torch.strided
 
 
 def _repeats_elements(tensor) -> bool:

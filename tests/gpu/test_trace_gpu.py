@@ -78,3 +78,29 @@ def test_an_allocator_swapped_after_cuda_init_is_gml403_at_the_swap(tmp_path):
     [finding] = [f for f in report if f["source"] == "trace"]
     assert (finding["code"], finding["location"]["row"]) == ("GML403", row(lines, "change_current_allocator(allocator)"))
     assert finding["status"] == "confirmed"
+
+
+SAVED_ON_CUDA = """
+import torch
+
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(inplace=True), torch.nn.Linear(8, 1)).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+for step in range(3):  # backward runs on its own CUDA thread: its `.grad` detaches are no alias of ours
+    optimizer.zero_grad(set_to_none=False)
+    model(torch.ones(2, 4, device="cuda")).sum().backward()
+    optimizer.step()
+x = torch.randn(8, device="cuda", requires_grad=True)
+hidden = torch.sigmoid(x * 2)
+hidden += 1
+hidden.sum().backward()
+"""
+
+
+def test_a_saved_tensor_overwritten_on_cuda_is_gml109_and_training_steps_are_clean(tmp_path):
+    plain, traced, report, lines = traced_and_plain(tmp_path, SAVED_ON_CUDA)
+    assert "modified by an inplace operation" in plain.stderr
+    assert (traced.stdout, traced.stderr, traced.returncode) == (plain.stdout, plain.stderr, plain.returncode)
+    [finding] = [f for f in report if f["source"] == "trace"]
+    assert (finding["code"], finding["location"]["row"]) == ("GML109", row(lines, "hidden += 1"))
+    related = {r["message"]: r["location"]["row"] for r in finding["related"]}
+    assert related["saved by `sigmoid` for its backward"] == row(lines, "torch.sigmoid(x * 2)")
