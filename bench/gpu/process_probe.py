@@ -6,6 +6,8 @@ Each probe runs in a fresh interpreter (so that what initialised CUDA is exactly
 probe did) and prints one JSON object. docs/facts.md F13-F15 quote the output (H200,
 torch 2.11.0+cu130, 2026-11-29); tests/test_process_facts.py checks the recorded JSON
 against them, and tests/gpu/test_process_probe_gpu.py re-runs the CUDA probes on a GPU.
+The two relay probes (a received CUDA tensor sent on to a third process, issue 18) were added
+after that run and are not measured yet: no rule relies on them.
 """
 
 from __future__ import annotations
@@ -101,6 +103,48 @@ if __name__ == "__main__":
                       "producer_exitcode": p.exitcode}}))
 """
 
+# The parent sends a CUDA tensor to a relay child, which puts what it received on a second queue for a
+# reader child; the parent keeps the tensor alive until the reader has answered. Does a received CUDA
+# tensor survive being sent on (its IPC handle shared again), with the relay alive or gone?
+_CUDA_RELAY = """
+import json, torch, torch.multiprocessing as mp
+
+def relay(inbox, outbox, answers, release):
+    x = inbox.get()
+    try:
+        outbox.put(x)
+    except Exception as error:
+        answers.put(("relay " + type(error).__name__, str(error)[:300]))
+        return
+    if {relay_waits}:
+        release.wait(120)
+
+def reader(outbox, answers):
+    try:
+        y = outbox.get(timeout=60)
+        answers.put(("read", y.mean().item()))
+    except Exception as error:
+        answers.put((type(error).__name__, str(error)[:300]))
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    inbox, outbox, answers, release = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Event()
+    x = torch.full((1 << 20,), 3.0, device="cuda")
+    middle = ctx.Process(target=relay, args=(inbox, outbox, answers, release))
+    end = ctx.Process(target=reader, args=(outbox, answers))
+    middle.start()
+    inbox.put(x)
+    if not {relay_waits}:
+        middle.join()  # the relay has sent it on and exited before the reader starts
+    end.start()
+    outcome, detail = answers.get(timeout=120)
+    release.set()
+    middle.join()
+    end.join()
+    print(json.dumps({{"relay_alive_when_read": {relay_waits}, "outcome": outcome, "detail": detail,
+                      "relay_exitcode": middle.exitcode, "reader_exitcode": end.exitcode}}))
+"""
+
 # A child writes the CPU tensor it received as a Process argument; does the parent see it?
 _CPU_CHILD_WRITE = """
 import json, multiprocessing as mp, torch
@@ -125,6 +169,8 @@ _PROBES = {
     "cuda_queue_both_ways": _CUDA_QUEUE_BOTH_WAYS,
     "producer_exits_before_read": _PRODUCER_EXITS.format(keep_alive=False, wait="p.join()"),
     "producer_drops_reference_alive": _PRODUCER_EXITS.format(keep_alive=True, wait="time.sleep(3)"),
+    "relay_received_cuda_tensor": _CUDA_RELAY.format(relay_waits=True),
+    "relay_exits_after_sending_on": _CUDA_RELAY.format(relay_waits=False),
     "cpu_child_write_spawn": _CPU_CHILD_WRITE.format(method="spawn"),
     "cpu_child_write_fork": _CPU_CHILD_WRITE.format(method="fork"),
 }
