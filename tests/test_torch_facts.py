@@ -327,3 +327,9 @@ def test_f33_augmented_assignment_writes_in_place_unless_torch_lacks_the_method(
     in_place = namespace["x"] is held and held._version > version
     assert in_place == (symbol in _knowledge().inplace_operators)
     assert in_place or held.tolist() == [[2, 2], [2, 2]]
+
+
+@pytest.mark.parametrize("name", sorted(_knowledge().uninitialised_makers))
+def test_f34_uninitialised_makers_are_documented_as_such(name):
+    factory = getattr(torch, name, None) or getattr(torch.Tensor, name)
+    assert "uninitialized" in factory.__doc__.lower()

@@ -36,6 +36,7 @@ class Knowledge:
     multi_view_functions: frozenset[str]
     expand_methods: frozenset[str]
     expand_functions: frozenset[str]
+    uninitialised_makers: frozenset[str]  # `torch.empty(n)`: memory without values until written
     shape_dependent_expands: frozenset[str]  # `broadcast_tensors`: which output is expanded, shapes say
     may_alias_methods: frozenset[str]
     detach_methods: frozenset[str]
@@ -143,6 +144,7 @@ def knowledge() -> Knowledge:
         expand_methods=_set(ops["expand_methods"]),
         expand_functions=_set(ops["expand_functions"]) - _set(hand["shape_dependent_expands"]["functions"]),
         shape_dependent_expands=_set(hand["shape_dependent_expands"]["functions"]),
+        uninitialised_makers=_set(hand["uninitialised"]["made_by"]),
         may_alias_methods=_set(hand["may_alias"]["methods"]),
         detach_methods=_set(hand["detach"]["methods"]),
         detach_properties=_set(hand["detach"]["properties"]),

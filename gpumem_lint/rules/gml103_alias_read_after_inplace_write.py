@@ -47,6 +47,9 @@ class AliasReadAfterInplaceWrite(Rule):
     numpy's `a[i]` is known to be a scalar only where the array's constructor shows its
     rank (`np.zeros(n)`, `np.zeros((n,))`, `np.arange`); on an array of unknown rank, such
     as `np.zeros_like(x)`, it is taken for a view of a row.
+    A view of memory allocated without values (`torch.empty`, `new_empty`), made before
+    the first write to it, is taken to present the buffer (`inputs = staging[:n]`, then
+    `staging.copy_(batch)` each step), not to keep old values: it has none.
 
     ## Example
     ```python
@@ -82,6 +85,28 @@ class AliasReadAfterInplaceWrite(Rule):
     triggers = ("torch", "numpy")
     scope_triggers = WRITES
     VALID = (
+        """
+import torch
+
+def batches(chunks, batch, length):
+    staging = torch.empty(2 * batch * length, dtype=torch.long)
+    inputs = staging[: batch * length].view(batch, length)
+    targets = staging[batch * length :].view(batch, length)
+    for chunk in chunks:
+        staging.copy_(chunk)
+        yield inputs, targets
+""",
+        """
+import torch
+
+def invert_scales(groups, copy_many):
+    for scales, inverses in groups:
+        packed = torch.empty(len(scales))
+        views = [packed[i].view(1) for i in range(len(scales))]
+        copy_many(scales, views)
+        torch.reciprocal(packed, out=packed)
+        copy_many(views, inverses)
+""",
         """
 import torch
 

@@ -21,12 +21,11 @@ class InplaceWriteOnArgument(Rule):
     ## What it does
     Flags an in-place write to a tensor the caller passed in — `x += self.bias`,
     `x.relu_()`, `F.relu(x, inplace=True)`, an `nn.ReLU(inplace=True)` applied to the
-    input, `x[mask] = 0` — in a module's `forward`, or in a plain function that returns
-    the tensor it wrote and that a caller in the same module passes a tensor it reads again
-    afterwards, when nothing says that mutating the argument is the function's job. A
-    function that writes its argument and returns something else, or nothing
-    (`check_audio(clip)`), is an in-place procedure: its callers read the argument for its
-    result.
+    input, `x[mask] = 0` — in a module's `forward`, or in a plain function that returns a
+    value and that a caller in the same module passes a tensor it reads again afterwards,
+    when nothing says that mutating the argument is the function's job. A function that
+    writes its argument and returns nothing (`check_audio(clip)`) is an in-place
+    procedure: its callers read the argument for its result.
 
     ## Why is this bad?
     The caller still holds the tensor. A residual connection (`block(x) + x`), a logged
@@ -378,7 +377,7 @@ class PreAct(nn.Module):
                         "new values, and autograd raises if it is a leaf that requires grad",
                         fix=unshared_write(ctx, write),
                     )
-                elif (scope.name, name) in confirmed and write.storage in facts.returned:
+                elif (scope.name, name) in confirmed and facts.returns_value:
                     call, read = confirmed[scope.name, name]
                     yield Report(
                         write.node,

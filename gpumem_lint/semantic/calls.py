@@ -66,6 +66,7 @@ class CallSemantics:
         qualified = self.imports.qualify_name(name) if name is not None else None
         self._note_release_call(node, qualified, state)
         result = self._call_result(node, func, name, qualified, receiver, args, state)
+        self._mark_blank(node, qualified, result)
         self._call_grad(node, result, callee, [receiver, *args] if receiver is not None else args, qualified)
         self._save_call(node, qualified, receiver, args, callee, result, state)
         ndim = constructed_ndim(node, qualified, self.k) if qualified is not None else None
@@ -314,6 +315,18 @@ class CallSemantics:
         return self._fresh_value(
             node, tensor=name in k.tensor_functions or not name.startswith(k.not_tensor_function_prefixes)
         )
+
+    def _mark_blank(self, node: cst.Call, qualified: str | None, result: Value) -> None:
+        """`torch.empty(n)`, `x.new_empty(n)`, `np.empty(n)`: memory allocated without values."""
+        if qualified is not None and not qualified.startswith(("torch.", "numpy.")):
+            return
+        func = node.func
+        called = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if called in self.k.uninitialised_makers:
+            for handle in result.handles:
+                if handle.node is node and handle.kind is AliasKind.OWN and handle.storage.origin == "fresh":
+                    handle.storage.blank = True
+                    self._filled.discard(handle.storage)  # run again by a loop: new memory
 
     def _write_mutated_arguments(self, mutator: Mutator, node: cst.Call, args: list[Value], state: State) -> None:
         for position, (arg, value) in enumerate(zip(node.args, args)):

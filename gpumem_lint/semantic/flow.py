@@ -81,6 +81,7 @@ class ScopeFacts:
     outgoing: dict[str, list[tuple[int | str, Value]]] = field(default_factory=dict)  # calls to bare names
     called_by_training: bool = False  # a caller that calls backward() passes it a tensor requiring grad
     returned: frozenset[Storage] = frozenset()  # the memory of what the function returns
+    returns_value: bool = False  # some `return` gives a value other than None
     returns: Returns | None = None  # what every `return` gives back, for its callers (summaries.py)
     returns_grad: Grad = Grad.UNKNOWN  # the most any returned tensor requires (NO: only indices, masks)
 
@@ -155,6 +156,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._init_overlaps()
         self._init_releases()
         self._init_grad()
+        self._filled: set[Storage] = set()  # blank memory some write has filled (in analysis order)
         self._returned: set[Storage] = set()
         self._return_values: list[Value] = []
         self._containers: list[str] = []  # places an enclosing `isinstance(x, dict)` test shows to be containers
@@ -198,6 +200,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             overlaps=list(self.overlaps.values()),
             retained=list(self.retained.values()),
             returned=frozenset(self._returned),
+            returns_value=bool(self._return_values),
             returns=summarise(self._return_values, self.scope.all_params) if self.scope.is_function else None,
             returns_grad=max(
                 (handle.grad for value in self._return_values for handle in value.handles), default=Grad.UNKNOWN
@@ -269,7 +272,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         elif isinstance(node, cst.Expr):
             self._eval(node.value, state)
         elif isinstance(node, cst.Return):
-            if node.value is not None:
+            if node.value is not None and not is_constant(node.value, "None"):
                 value = self._eval(node.value, state)
                 self._returned.update(handle.storage for handle in value.handles)
                 self._return_values.append(value)
@@ -893,12 +896,16 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             for handle in seen_by:
                 if handle in state.moved and write.index is not None:
                     continue  # `x[i]` again, but of another `i`
+                if handle.blank:
+                    continue  # a view of `torch.empty(n)` made before it was filled: the write is its first value
                 if handle.storage.related(writer.storage) and handle not in state.retired:
                     state.stale[handle] = state.stale.get(handle, frozenset()) | {write}
                     self._note_crossed_write(write, handle)
             if write.hidden:
                 for handle in live:
                     state.hidden[handle] = state.hidden.get(handle, frozenset()) | {write}
+            if writer.storage.blank:
+                self._filled.add(writer.storage)
 
     def _layout_write(self, target: Value, node: cst.CSTNode, op: str, state: State) -> None:
         """`x.t_()`, `x.squeeze_()`: no alias sees other values, but autograd sees an in-place
@@ -941,7 +948,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             ):
                 inherited = source.kind
             key = ("alias", id(node), id(source.storage), inherited)
-            if key in self._handles and self._handles[key].base is not source:
+            new = key not in self._handles
+            if not new and self._handles[key].base is not source:
                 self._other_bases.setdefault(self._handles[key], set()).add(source)
             handle = self._handle(
                 key,
@@ -954,6 +962,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 ndarray=base.ndarray if ndarray is None else ndarray,
                 base=source,
             )
+            # Made again after a write (a loop's next pass), it holds values from then on.
+            blank = source.storage.blank and source.storage not in self._filled
+            handle.blank = blank and (new or handle.blank)
             self._alias_grad(handle, source)
             handles.add(handle)
             self._aliased.add(handle.storage)

@@ -69,6 +69,7 @@ class Storage:
     label: str
     origin: str  # "param", "external", "fresh"
     parent: Storage | None = None
+    blank: bool = False  # `torch.empty(n)`: allocated without values
 
     def lineage(self) -> Iterator[Storage]:
         storage: Storage | None = self
@@ -100,6 +101,7 @@ class Handle:
     module: str | None = None  # an nn.Module: its class ("torch.nn.Linear" or a class of this file)
     ndim: int | None = None  # the number of dimensions, where the constructor says
     layers: tuple[str | None, ...] = ()  # `nn.Sequential(nn.Linear(...), ...)`: each layer's module class
+    blank: bool = False  # an alias made while its memory held no values yet: it has no old ones to keep
 
     def grad_leaf(self) -> Handle | None:
         """The leaf requiring grad that this handle is, or is a view of (not through
