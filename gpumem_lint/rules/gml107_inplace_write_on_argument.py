@@ -92,6 +92,19 @@ class InplaceWriteOnArgument(Rule):
     VALID = (
         """
 import torch
+from tensordict import TensorDict
+
+def attach_action(batch: TensorDict, actor) -> TensorDict:
+    batch[("agents", "action")] = actor(batch.clone())
+    return batch
+
+def rollout(actor, loss):
+    batch = TensorDict({"obs": torch.randn(2, 3)}, [2])
+    attach_action(batch, actor)
+    return loss(batch)
+""",
+        """
+import torch
 
 def check_audio(audio: torch.Tensor, source: str) -> None:
     if audio.abs().max() > 2:

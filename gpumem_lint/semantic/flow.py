@@ -1257,12 +1257,16 @@ def _literal_key(node: cst.Subscript) -> str | None:
 
 
 def _keyed_by_string(node: cst.Subscript) -> bool:
-    """`batch["image"] = …` stores into a dict: tensors are never indexed by strings."""
-    return any(
-        isinstance(element.slice, cst.Index)
-        and isinstance(element.slice.value, (cst.SimpleString, cst.FormattedString))
-        for element in node.slice
-    )
+    """`batch["image"] = …`, `td[("agents", "action")] = …` store into a mapping: tensors are never
+    indexed by strings."""
+    return any(isinstance(element.slice, cst.Index) and _is_key(element.slice.value) for element in node.slice)
+
+
+def _is_key(index: cst.BaseExpression) -> bool:
+    """A string, or a tuple of strings (a nested key)."""
+    if isinstance(index, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return True
+    return isinstance(index, cst.Tuple) and bool(index.elements) and all(_is_key(e.value) for e in index.elements)
 
 
 def _yields_key_first(node: cst.BaseExpression) -> bool:
