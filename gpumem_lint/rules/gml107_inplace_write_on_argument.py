@@ -25,7 +25,9 @@ class InplaceWriteOnArgument(Rule):
     value and that a caller in the same module passes a tensor it reads again afterwards,
     when nothing says that mutating the argument is the function's job. A function that
     writes its argument and returns nothing (`check_audio(clip)`) is an in-place
-    procedure: its callers read the argument for its result.
+    procedure: its callers read the argument for its result. A `forward` that only applies
+    an in-place layer to its input (`return self.act(x)`) is an activation layer itself, and
+    is reported only where it reads its input again, as `nn.ReLU(inplace=True)` is.
 
     ## Why is this bad?
     The caller still holds the tensor. A residual connection (`block(x) + x`), a logged
@@ -90,6 +92,17 @@ class InplaceWriteOnArgument(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        """
+import torch.nn as nn
+
+class Activation(nn.Module):
+    def __init__(self, slope):
+        super().__init__()
+        self.func = nn.LeakyReLU(slope, inplace=True)
+
+    def forward(self, x):
+        return self.func(x)
+""",
         """
 import torch
 from tensordict import TensorDict
@@ -384,6 +397,8 @@ class PreAct(nn.Module):
                 if heuristics().output_parameter.search(name) or facts.is_output_buffer(write):
                     continue
                 if scope.name == "forward" and scope.is_method:
+                    if write.op == "inplace module" and not _read_after(facts, write):
+                        continue  # an activation layer: like `nn.ReLU(inplace=True)`, its callers decide
                     yield Report(
                         write.node,
                         f"{write_text(ctx, write)} writes the caller's tensor `{name}` in place: the caller sees the "
@@ -416,6 +431,10 @@ def _confirmed_calls(ctx: FileContext) -> dict[tuple[str, str], tuple[cst.CSTNod
             if write.callee is not None and read is not None and not write.no_grad and not _prepared(facts, write):
                 confirmed.setdefault((write.callee, write.parameter), (write.node, read))
     return confirmed
+
+
+def _read_after(facts: ScopeFacts, write: Write) -> bool:
+    return write in facts.own_reads or any(read.write is write for read in facts.reads)
 
 
 def _prepared(facts: ScopeFacts, call: Write) -> bool:
