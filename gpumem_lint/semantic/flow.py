@@ -889,7 +889,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                     module,
                 )
                 self.writes[(id(node), id(writer))] = write
-            self._check_saved(write, state)
+            self._check_saved(write, state, renewed=writer.storage in fresh)
             # Rebinding `.data` swaps the storage: old aliases keep the old memory. Memory
             # allocated by this very statement (`p.new(n).zero_()`) has no older aliases.
             seen_by = () if op in REBINDING_OPS or writer.storage in fresh else live

@@ -183,12 +183,16 @@ class SavedSemantics:
 
     # ------------------------------------------------------------ checking
 
-    def _check_saved(self, write: Write, state: State) -> None:
-        """A write through an alias autograd tracks, to memory an op kept: backward will raise."""
+    def _check_saved(self, write: Write, state: State, renewed: bool = False) -> None:
+        """A write through an alias autograd tracks, to memory an op kept: backward will raise.
+        Memory this very statement allocated (`x.var(d).add_(eps)` in a loop's next pass) is
+        not what an earlier pass kept: only this statement's own ops count then."""
         if not state.saved or write.writer.kind is AliasKind.DATA or write.rebinds or write.module:
             return
         for storage, savings in state.saved.items():
             if storage.related(write.storage):
+                if renewed:
+                    savings = self._saved_now.get(storage, ())
                 for saving in savings:
                     if saving.node is not write.node:  # `x.relu_()` keeps what it wrote
                         self.saved_writes.setdefault((id(write), id(saving)), SavedWrite(write, saving))
