@@ -869,7 +869,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         module: bool = False,
     ) -> None:
         live = state.live_handles()
-        fresh = {h.storage for h in self._born if h.kind is AliasKind.OWN and h.storage.origin == "fresh"}
+        fresh = {
+            h.storage for h in self._born if h.kind is AliasKind.OWN and h.storage.origin == "fresh" and h.base is None
+        }  # allocated by this statement, not taken from a container (`laterals[0] += up`)
         for writer in target.handles:
             if writer.role is not None:
                 continue
