@@ -55,6 +55,15 @@ CASES = {
         optimizer.step()  # trace: GML102
         torch.save(best, io.BytesIO())
     """,
+    "a backward hook's detach, read after the next backward accumulated into the gradient": """
+        import torch
+        weight = torch.ones(3, requires_grad=True)
+        kept = []
+        weight.register_hook(lambda grad: kept.append(grad.detach()))
+        (weight * 2).sum().backward()
+        (weight * 2).sum().backward()  # trace: GML103
+        total = kept[0].sum()
+    """,
     "deep-copied state_dict snapshot": """
         import copy
         import torch

@@ -4,7 +4,8 @@ alias was then read.
 Identity is `torch._C._storage_id` (the StorageImpl pointer, shared by every view); ids are reused after a
 free, so every record holds a weak reference and a dead one never matches. The dispatch hook does the least it
 can: one cached schema lookup per op, a source-site walk only for view-making and writing ops, and read checks
-only while some write is waiting for its confirming read.
+only while some write is waiting for its confirming read. The views and detaches autograd makes itself while
+backward runs (AccumulateGrad's `.grad`), which no user frame calls, are no aliases.
 
 Hazard families and when they are confirmed:
 - GML103 (GML102 for `state_dict()` tensors): a write into memory that a `.detach()`/`.data`/`state_dict()`
@@ -416,15 +417,14 @@ class Tracker:
     def _write_targets(self, info, targets: list) -> None:
         """Each written tensor that some record concerns (most of an optimizer's 161 parameters have none)."""
         records, aliases, by_id = self.saved.records, self.aliases, self.by_id
-        others = not self.machinery_depth and (self.numpy_wraps or self.crossed or self.received)
+        programs = not self.machinery_depth  # torch's own writes are looked at for saved tensors only
+        others = programs and bool(self.numpy_wraps or self.crossed or self.received)
         for target in targets:
             try:
                 storage = _storage_id(target)
             except RuntimeError:
                 continue
-            if storage in records or (
-                not self.machinery_depth and (others or storage in aliases or id(target) in by_id)
-            ):
+            if storage in records or (programs and (others or storage in aliases or id(target) in by_id)):
                 self._write_target(info, target, storage)
 
     def _write_target(self, info, target, storage: int) -> None:
