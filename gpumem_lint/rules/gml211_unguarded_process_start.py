@@ -17,7 +17,8 @@ class UnguardedProcessStart(Rule):
     """
     ## What it does
     Flags processes started by a module's top-level code — `mp.spawn(...)`,
-    `Process(...).start()`, a `Pool` or `ProcessPoolExecutor` — outside
+    `Process(...).start()`, a `Pool` or `ProcessPoolExecutor`, or a call of a function of
+    the module that starts them (`main()`) — outside
     `if __name__ == "__main__":`, when they start with spawn or forkserver: chosen by the
     code (`torch.multiprocessing.spawn` always spawns) or by default (forkserver is the
     stdlib default on Linux from Python 3.14; spawn on macOS and Windows).
@@ -74,6 +75,18 @@ import torch.multiprocessing as mp
 def train(rank):
     pass
 
+def main():
+    mp.spawn(train, nprocs=2)
+
+if __name__ == "__main__":
+    main()
+""",
+        """
+import torch.multiprocessing as mp
+
+def train(rank):
+    pass
+
 if __name__ == "__main__":
     mp.spawn(train, nprocs=2)
 """,
@@ -88,6 +101,33 @@ with mp.Pool(4) as pool:
 """,
     )
     INVALID = (
+        Invalid(
+            """
+import torch.multiprocessing as mp
+
+def train(rank):
+    print(rank)
+
+def main():
+    mp.spawn(train, nprocs=1)
+
+main()
+""",
+            (10,),
+            fixed="""
+import torch.multiprocessing as mp
+
+def train(rank):
+    print(rank)
+
+def main():
+    mp.spawn(train, nprocs=1)
+
+if __name__ == "__main__":
+    main()
+""",
+            prints="0",
+        ),
         Invalid(
             """
 import torch.multiprocessing as mp
@@ -136,20 +176,28 @@ if __name__ == "__main__":
         guarded = _guarded_nodes(ctx.module)
         reported = set()
         for facts, crossing in model.crossings():
-            if facts.scope.is_function or crossing.kind not in _STARTS_PROCESSES:
+            scope = facts.scope
+            if crossing.kind not in _STARTS_PROCESSES or scope.is_method or scope.enclosing:
                 continue
-            launch = crossing.launcher or crossing.node
             method = model.start_method(crossing)
-            if method.name not in ("spawn", "forkserver") or id(launch) in guarded or id(launch) in reported:
+            if method.name not in ("spawn", "forkserver"):
                 continue
-            reported.add(id(launch))
-            yield Report(
-                launch,
-                f"{crossing_text(ctx, crossing)} starts processes from top-level code with "
-                f"{start_method_text(method)}: each child re-imports this module, re-runs this launch and fails "
-                "with `RuntimeError`",
-                fix=_guard_the_rest(ctx, launch),
-            )
+            launcher = crossing.launcher or crossing.node
+            if scope.is_function:  # `run()` at top level, whose body launches
+                what = f"`{scope.name}()`, called here, starts processes at line {ctx.line(launcher)}"
+                launches = _calls_of(ctx, scope.name)
+            else:
+                what, launches = f"{crossing_text(ctx, crossing)} starts processes", [launcher]
+            for launch in launches:
+                if id(launch) in guarded or id(launch) in reported:
+                    continue
+                reported.add(id(launch))
+                yield Report(
+                    launch,
+                    f"{what} from top-level code with {start_method_text(method)}: each child re-imports this "
+                    "module, re-runs this launch and fails with `RuntimeError`",
+                    fix=_guard_the_rest(ctx, launch),
+                )
 
 
 def _guard_the_rest(ctx: FileContext, launch: cst.CSTNode) -> Fix | None:
@@ -195,6 +243,32 @@ class _Strings(Walker):
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         self.found.append(node)
+
+
+def _calls_of(ctx: FileContext, function: str) -> list[cst.Call]:
+    """Calls of a top-level function made by the module's own statements (not inside a def or class)."""
+    finder = _CallsOf(function)
+    for statement in ctx.module.body:
+        if not isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            finder.walk(statement)
+    return finder.found
+
+
+class _CallsOf(Walker):
+    def __init__(self, function: str) -> None:
+        self.function = function
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        if isinstance(node.func, cst.Name) and node.func.value == self.function:
+            self.found.append(node)
+        return True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # a def under a top-level `if`: its calls run when it is called
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
 
 
 def _guarded_nodes(module: cst.Module) -> set[int]:
