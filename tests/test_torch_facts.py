@@ -319,7 +319,7 @@ _AUGMENTED_SOURCES = {"+=": "x += y", "@=": "x @= y", "**=": "x **= y", "//=": "
 
 
 @pytest.mark.parametrize("symbol", sorted(_AUGMENTED_SOURCES))
-def test_f33_augmented_assignment_writes_in_place_unless_torch_lacks_the_method(symbol):
+def test_f34_augmented_assignment_writes_in_place_unless_torch_lacks_the_method(symbol):
     x = torch.ones(2, 2, dtype=torch.int64) * 2
     held, version = x, x._version
     namespace = {"x": x, "y": torch.ones(2, 2, dtype=torch.int64)}
@@ -330,6 +330,6 @@ def test_f33_augmented_assignment_writes_in_place_unless_torch_lacks_the_method(
 
 
 @pytest.mark.parametrize("name", sorted(_knowledge().uninitialised_makers))
-def test_f34_uninitialised_makers_are_documented_as_such(name):
+def test_f35_uninitialised_makers_are_documented_as_such(name):
     factory = getattr(torch, name, None) or getattr(torch.Tensor, name)
     assert "uninitialized" in factory.__doc__.lower()
