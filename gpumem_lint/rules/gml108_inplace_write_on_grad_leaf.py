@@ -217,6 +217,29 @@ def sgd(model, x):
     INVALID = (
         Invalid(
             """
+import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+class Stack(nn.Module):
+    def __init__(self, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList(Block() for _ in range(depth))
+
+    def scale_(self, factor):
+        for block in self.blocks:
+            block.proj.weight.mul_(factor)
+
+stack = Stack(2)
+stack.blocks[1].proj.bias.zero_()
+""",
+            (16, 19),
+        ),
+        Invalid(
+            """
 import torch
 import torch.nn as nn
 

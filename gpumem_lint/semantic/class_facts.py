@@ -34,6 +34,7 @@ class AttributeFact:
     held: Held
     module: str | None = None  # "torch.nn.Linear", or the name of a class of this file
     source: cst.CSTNode | None = field(default=None, compare=False)  # the expression that made it
+    elements: str | None = None  # `nn.ModuleList(Block() for _ in range(n))`: the class of every layer
 
 
 @dataclass
@@ -164,10 +165,25 @@ class ClassFactsBuilder:
             return None if is_constant(keyword(value, "requires_grad"), "False") else AttributeFact(Held.PARAMETER)
         module = _torch_module(qualified or "")
         if module is not None:
-            return AttributeFact(Held.MODULE, module)
+            return AttributeFact(Held.MODULE, module, elements=self._layer_class(value, table))
         if qualified is None and table.is_module_class(name):
             return AttributeFact(Held.MODULE, name)
         return None
+
+    def _layer_class(self, container: cst.Call, table: ClassTable) -> str | None:
+        """`nn.ModuleList(Block(d) for _ in range(n))`, `nn.ModuleList([Block(d) for ...])`: each layer's class."""
+        if len(container.args) != 1 or container.args[0].keyword is not None:
+            return None
+        built = container.args[0].value
+        if not isinstance(built, (cst.GeneratorExp, cst.ListComp)) or not isinstance(built.elt, cst.Call):
+            return None
+        name = dotted_name(built.elt.func)
+        if name is None:
+            return None
+        qualified = self._imports.qualify_name(name)
+        if qualified is None:
+            return name if table.is_module_class(name) else None
+        return _torch_module(qualified)
 
     def _expands(self, value: cst.BaseExpression) -> bool:
         """`x.expand(n, -1)`, `x.expand_as(y)`, `torch.broadcast_to(x, s)`: a view repeating elements."""

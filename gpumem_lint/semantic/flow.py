@@ -809,6 +809,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 base=h,
                 element=True,
                 grad=h.grad,
+                module=h.elements,  # `for block in self.blocks` of a module list of one class
             )
             for h in container.handles
             if h.role is None

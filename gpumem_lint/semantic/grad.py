@@ -33,7 +33,7 @@ class GradSemantics:
         if fact is None:
             return
         if fact.held is Held.MODULE:
-            handle.module = fact.module
+            handle.module, handle.elements = fact.module, fact.elements
             return
         handle.tensor = True
         if fact.held is Held.EXPANDED:  # `self.pos = self.table.expand(n, -1)` in `__init__`
@@ -156,6 +156,10 @@ class GradSemantics:
             return None
         (sequence,) = container.handles
         index = node.slice[0].slice
+        if sequence.elements is not None and isinstance(index, cst.Index):  # `self.layers[i]`: any of them
+            handle = self._handle(("layers", id(sequence.storage)), sequence.storage, AliasKind.OWN, node)
+            handle.module = sequence.elements
+            return Value(frozenset({handle}))
         if not sequence.layers or not isinstance(index, cst.Index) or not isinstance(index.value, cst.Integer):
             return None
         position = int(index.value.value)

@@ -101,6 +101,7 @@ class Handle:
     module: str | None = None  # an nn.Module: its class ("torch.nn.Linear" or a class of this file)
     ndim: int | None = None  # the number of dimensions, where the constructor says
     layers: tuple[str | None, ...] = ()  # `nn.Sequential(nn.Linear(...), ...)`: each layer's module class
+    elements: str | None = None  # a module list whose every layer is of this class
     blank: bool = False  # an alias made while its memory held no values yet: it has no old ones to keep
 
     def grad_leaf(self) -> Handle | None:
