@@ -752,7 +752,26 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if state.moved:
                 state.moved -= view.handles  # made again: of the element the names index now
             return view
+        key = _literal_key(node)
+        if key is not None and key[:1] in "\"'" and base.handles and not base.container:
+            return self._item(base, node, key)
         return self._elements_of(base, node)  # `batch["x"]`, `items[i]`: one of what it holds
+
+    def _item(self, container: Value, node: cst.Subscript, key: str) -> Value:
+        """`graph.dstdata["deg"]` of a mapping this scope did not fill: the tensor under that key, its own
+        memory inside the container's (another key's tensor is other memory)."""
+        handles = set()
+        for h in container.handles:
+            if h.role is not None:
+                continue
+            storage = self._storage(("item", id(h.storage), key), h.storage.label, h.storage.origin, h.storage)
+            handles.add(
+                self._handle(
+                    ("item", id(storage), id(node)), storage, AliasKind.OWN, node, tensor=h.tensor, base=h, element=True
+                )
+            )
+        self._born.update(handles)
+        return Value(frozenset(handles), any(h.tensor for h in handles))
 
     def _index_values(self, node: cst.Subscript, state: State) -> list[tuple[cst.CSTNode, Value]]:
         """The values indexing `x[...]`, evaluated again without recording reads."""
