@@ -11,6 +11,7 @@ from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
+from gpumem_lint.semantic.literals import called_name
 from gpumem_lint.semantic.scopes import Scope
 from gpumem_lint.semantic.values import Write
 from gpumem_lint.semantic.write_triggers import WRITES
@@ -442,18 +443,13 @@ def _prepared(facts: ScopeFacts, call: Write) -> bool:
     `x.clone()`) or overwrote whole (`buf.zero_()`, `buf.copy_(src)`)."""
     k = knowledge()
     root = list(call.writer.chain())[-1]
-    if isinstance(root.node, cst.Call) and _called_name(root.node) in k.buffer_makers:
+    if isinstance(root.node, cst.Call) and called_name(root.node) in k.buffer_makers:
         return True
     return any(
         write.op in k.buffer_overwrites and not write.partial and write.storage.related(call.storage)
         for write in facts.writes
         if write is not call and write.callee is None
     )
-
-
-def _called_name(node: cst.Call) -> str | None:
-    func = node.func
-    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
 
 
 def _checked(scope: Scope) -> bool:

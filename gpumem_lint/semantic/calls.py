@@ -11,7 +11,7 @@ import libcst as cst
 from gpumem_lint.knowledge.heuristics import heuristics
 from gpumem_lint.semantic.imports import dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import constructed_ndim
-from gpumem_lint.semantic.literals import is_constant, keyword, split_like_tensor
+from gpumem_lint.semantic.literals import called_name, is_constant, keyword, split_like_tensor
 from gpumem_lint.semantic.summaries import Returns
 from gpumem_lint.semantic.values import EMPTY, AliasKind, Grad, Role, State, Storage, Value
 from gpumem_lint.semantic.walk import Walker
@@ -320,9 +320,7 @@ class CallSemantics:
         """`torch.empty(n)`, `x.new_empty(n)`, `np.empty(n)`: memory allocated without values."""
         if qualified is not None and not qualified.startswith(("torch.", "numpy.")):
             return
-        func = node.func
-        called = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        if called in self.k.uninitialised_makers:
+        if called_name(node) in self.k.uninitialised_makers:
             for handle in result.handles:
                 if handle.node is node and handle.kind is AliasKind.OWN and handle.storage.origin == "fresh":
                     handle.storage.blank = True

@@ -753,7 +753,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 state.moved -= view.handles  # made again: of the element the names index now
             return view
         key = _literal_key(node)
-        if key is not None and key[:1] in "\"'" and base.handles and not base.container:
+        if key is not None and _keyed_by_string(node) and base.handles and not base.container:
             return self._item(base, node, key)
         return self._elements_of(base, node)  # `batch["x"]`, `items[i]`: one of what it holds
 

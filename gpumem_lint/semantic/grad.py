@@ -14,7 +14,7 @@ import libcst as cst
 
 from gpumem_lint.semantic.class_facts import AttributeFact, Held
 from gpumem_lint.semantic.imports import dotted_name
-from gpumem_lint.semantic.literals import is_constant, keyword
+from gpumem_lint.semantic.literals import called_name, is_constant, keyword
 from gpumem_lint.semantic.values import EMPTY, AliasKind, Grad, Handle, State, Value
 
 #: Aliases autograd does not track back to their source.
@@ -218,7 +218,7 @@ class GradSemantics:
             for handle in fresh:
                 handle.grad, handle.leaf, handle.tensor = Grad.YES, True, True
             return
-        elif _called_name(node) in self.k.non_differentiable:  # `x.argmax()`, `x.long()` (F26)
+        elif called_name(node) in self.k.non_differentiable:  # `x.argmax()`, `x.long()` (F26)
             grad = Grad.NO
         else:
             grad = max((h.grad for value in inputs for h in value.handles), default=Grad.UNKNOWN)
@@ -260,16 +260,10 @@ class GradSemantics:
         return None
 
 
-def _called_name(node: cst.Call) -> str | None:
-    """`x.topk` and `torch.topk` -> "topk"."""
-    func = node.func
-    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-
-
 def output_grad(node: cst.CSTNode, position: int, value: Value, index_outputs: dict[str, int]) -> Grad:
     """What output `position` of a call's tuple requires: its indices nothing (`x.topk(k)[1]`, F26),
     the others what the call's result does."""
-    if isinstance(node, cst.Call) and index_outputs.get(_called_name(node) or "") == position:
+    if isinstance(node, cst.Call) and index_outputs.get(called_name(node) or "") == position:
         return Grad.NO
     return max((h.grad for h in value.handles), default=Grad.UNKNOWN)
 

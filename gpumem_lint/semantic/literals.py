@@ -5,6 +5,12 @@ from __future__ import annotations
 import libcst as cst
 
 
+def called_name(call: cst.Call) -> str | None:
+    """`x.topk(k)` and `torch.topk(x, k)` -> "topk"; None for a call of an expression."""
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+
+
 def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
     """The expression passed as `name=` to `call`, if any."""
     for arg in call.args:
