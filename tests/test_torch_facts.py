@@ -315,6 +315,36 @@ def test_f31_shape_dependent_expands_stretch_only_the_smaller_inputs(name):
         stretched.add_(1)
 
 
+#: How each in-place op of aliasing.toml [expanded_writes] is called on a 4 x 4 tensor `e`, and the
+#: assignments through a mask or an index tensor, which behave alike.
+_EXPANDED_WRITES = {
+    "fill_": lambda e: e.fill_(1.0),
+    "zero_": lambda e: e.zero_(),
+    "masked_fill_": lambda e: e.masked_fill_(e > -1, 1.0),
+    "index_put_": lambda e: e.index_put_((torch.tensor([0]),), torch.tensor(1.0)),
+    "index_fill_": lambda e: e.index_fill_(0, torch.tensor([0]), 1.0),
+    "e[mask] = v": lambda e: e.__setitem__(e > -1, 1.0),
+    "e[index] = v": lambda e: e.__setitem__(torch.tensor([0, 1]), 1.0),
+}
+
+
+def test_f36_expanded_writes_table_is_measured():
+    assert _knowledge().expanded_forward_runs == {name for name in _EXPANDED_WRITES if not name.startswith("e[")}
+
+
+@pytest.mark.parametrize("name", sorted(_EXPANDED_WRITES))
+def test_f36_writes_that_run_on_an_expanded_tensor_raise_in_backward_when_it_requires_grad(name):
+    write = _EXPANDED_WRITES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the index-put family: "deprecated"
+        write(torch.rand(1, 4).expand(4, 4))  # runs
+        source = torch.rand(4, requires_grad=True)
+        expanded = (source * 1).view(1, 4).expand(4, 4)
+        write(expanded)  # runs too
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        (expanded * 1).sum().backward()
+
+
 _AUGMENTED_SOURCES = {"+=": "x += y", "@=": "x @= y", "**=": "x **= y", "//=": "x //= y", "<<=": "x <<= y"}
 
 

@@ -38,6 +38,7 @@ class Knowledge:
     expand_functions: frozenset[str]
     uninitialised_makers: frozenset[str]  # `torch.empty(n)`: memory without values until written
     shape_dependent_expands: frozenset[str]  # `broadcast_tensors`: which output is expanded, shapes say
+    expanded_forward_runs: frozenset[str]  # `e.zero_()` on an expanded `e` runs; with grad, backward raises
     may_alias_methods: frozenset[str]
     detach_methods: frozenset[str]
     detach_properties: frozenset[str]
@@ -64,6 +65,7 @@ class Knowledge:
     not_module_calls: frozenset[str]
     not_tensor_function_prefixes: tuple[str, ...]
     other_tensor_attributes: frozenset[str]
+    backward_writes: frozenset[str]  # `p.grad`: attributes that `backward()` writes
     metadata_attributes: frozenset[str]
     metadata_methods: frozenset[str]
     metadata_functions: frozenset[str]
@@ -144,6 +146,7 @@ def knowledge() -> Knowledge:
         expand_methods=_set(ops["expand_methods"]),
         expand_functions=_set(ops["expand_functions"]) - _set(hand["shape_dependent_expands"]["functions"]),
         shape_dependent_expands=_set(hand["shape_dependent_expands"]["functions"]),
+        expanded_forward_runs=_set(hand["expanded_writes"]["forward_runs"]),
         uninitialised_makers=_set(hand["uninitialised"]["made_by"]),
         may_alias_methods=_set(hand["may_alias"]["methods"]),
         detach_methods=_set(hand["detach"]["methods"]),
@@ -171,6 +174,7 @@ def knowledge() -> Knowledge:
         not_module_calls=_set(hand["not_module_calls"]["methods"]),
         not_tensor_function_prefixes=tuple(hand["not_tensor_functions"]["prefixes"]),
         other_tensor_attributes=_set(hand["other_tensor_attributes"]["names"]),
+        backward_writes=_set(hand["backward"]["writes_attributes"]),
         metadata_attributes=_set(hand["metadata"]["attributes"]),
         metadata_methods=_set(hand["metadata"]["methods"]),
         metadata_functions=_set(hand["metadata"]["functions"]),

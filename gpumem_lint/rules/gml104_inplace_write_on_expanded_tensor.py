@@ -7,8 +7,9 @@ from gpumem_lint.fixes import Applicability
 from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.indexing import expanded_dims, keeps_dims
-from gpumem_lint.semantic.values import AliasKind, Write
+from gpumem_lint.knowledge import knowledge
+from gpumem_lint.semantic.indexing import advanced_by_syntax, expanded_dims, keeps_dims
+from gpumem_lint.semantic.values import AliasKind, Grad, Write
 from gpumem_lint.semantic.write_triggers import WRITES
 
 
@@ -19,21 +20,28 @@ class InplaceWriteOnExpandedTensor(Rule):
     repeats an element: `J[:, i] = …` where `J` repeats along dimension 0) to the result of
     `expand`, `expand_as` or `broadcast_to`, also when the
     expanded view is kept in an attribute or a buffer (`register_buffer("m", t.expand(n, -1))`
-    in `__init__`) and written in another method.
+    in `__init__`) and written in another method. The writes that run on an expanded tensor
+    (`zero_()`, a scalar `fill_`, `masked_fill_`, `index_put_`, `index_fill_`, an assignment
+    through a mask `e[e < eps] = eps`) are flagged where the tensor requires grad.
 
     ## Why is this bad?
     An expanded tensor repeats its source with a stride of 0: many of its elements are
     one memory location. Writing it in place is refused at run time with
     `RuntimeError: unsupported operation: more than one element of the written-to tensor
     refers to a single memory location. Please clone() the tensor before performing the
-    operation.` ([docs/facts.md](../docs/facts.md) F5). Where the expansion happens to be a
-    no-op the write goes through to the source tensor instead, which is rarely meant.
+    operation.` ([docs/facts.md](../docs/facts.md) F5). A few writes run instead (they
+    only warn that this is deprecated), but where the tensor requires grad, autograd replays
+    the write in `backward()`, which then raises the same error, far from the line that wrote
+    (F36). Where the expansion happens to be a no-op the write goes through to the source
+    tensor instead, which is rarely meant.
 
     ## Known problems
     An indexed assignment (`J[:, i] = v`) is reported only where the syntax shows which
     dimension `expand` stretches (`x.unsqueeze(0)`, `x.view(k, 1)`, `x[None]`,
-    `torch.rand(3, 1)` before it) and the index keeps it; one through a mask or an index
-    tensor only warns (deprecated) today and is not reported (F5).
+    `torch.rand(3, 1)` before it) and the index keeps it. One through a mask or an index
+    tensor only warns (deprecated, F5) and is reported where the tensor requires grad and the
+    syntax shows the mask (`e[e < 0]`, `e[~m]`, `e[[0, 2]]`); through a name (`e[m]`) it is
+    not, since a name may hold an integer.
     The outputs of `torch.broadcast_tensors` are taken for views of their inputs: only those
     of a smaller shape are expanded (F31), and which ones the file rarely shows.
 
@@ -107,6 +115,25 @@ def scaled(mask, n):
     m = mask.expand(n, -1).clone()
     m.mul_(0.5)
     return m
+""",
+        """
+import torch
+
+def reset_tiles(n):
+    tiles = torch.ones(1, 4).expand(n, -1)
+    tiles.zero_()
+    return tiles
+""",
+        """
+import torch
+
+@torch.no_grad()
+def clipped_marginal(head, x, eps=1e-8):
+    probs = torch.softmax(head(x), dim=1)
+    k = probs.size(1)
+    p_i = (probs.t() @ probs).sum(dim=1).view(k, 1).expand(k, k)
+    p_i[p_i < eps] = eps
+    return p_i
 """,
     )
     INVALID = (
@@ -233,19 +260,69 @@ def noisy_bias(bias, batch, noise):
     return b
 """,
         ),
+        Invalid(
+            """
+import torch
+
+head = torch.nn.Linear(8, 4)
+probs = torch.softmax(head(torch.randn(16, 8)), dim=1)
+joint = probs.t() @ probs / 16
+marginal = joint.sum(dim=1).view(4, 1).expand(4, 4)
+marginal[marginal < 1e-8] = 1e-8
+loss = -(joint * (joint.log() - marginal.log())).sum()
+loss.backward()
+print(tuple(head.weight.grad.shape))
+""",
+            (8,),
+            fixed="""
+import torch
+
+head = torch.nn.Linear(8, 4)
+probs = torch.softmax(head(torch.randn(16, 8)), dim=1)
+joint = probs.t() @ probs / 16
+marginal = joint.sum(dim=1).view(4, 1).expand(4, 4)
+marginal = marginal.clone()
+marginal[marginal < 1e-8] = 1e-8
+loss = -(joint * (joint.log() - marginal.log())).sum()
+loss.backward()
+print(tuple(head.weight.grad.shape))
+""",
+            prints="(4, 8)",
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
             for write in facts.writes:
-                if write.writer.kind is AliasKind.EXPAND and (not write.op.startswith("[]") or _hits_repeats(write)):
-                    yield Report(
-                        write.node,
-                        f"{write_text(ctx, write)} writes in place to an expanded tensor (line "
-                        f"{ctx.line(_expanded_at(write))}) whose elements share memory: PyTorch raises "
-                        '"more than one element of the written-to tensor refers to a single memory location"',
-                        fix=unshared_write(ctx, write),
-                    )
+                if write.writer.kind is not AliasKind.EXPAND:
+                    continue
+                if _raises_in_forward(write):
+                    effect = "PyTorch raises"
+                elif _runs_in_forward(write) and write.writer.grad is Grad.YES and not write.no_grad:
+                    effect = "it runs, but as the tensor requires grad, `backward()` raises"
+                else:
+                    continue
+                yield Report(
+                    write.node,
+                    f"{write_text(ctx, write)} writes in place to an expanded tensor (line "
+                    f"{ctx.line(_expanded_at(write))}) whose elements share memory: {effect} "
+                    '"more than one element of the written-to tensor refers to a single memory location"',
+                    fix=unshared_write(ctx, write),
+                )
+
+
+def _raises_in_forward(write: Write) -> bool:
+    if write.op.startswith("[]"):
+        return _hits_repeats(write)
+    return write.op not in knowledge().expanded_forward_runs
+
+
+def _runs_in_forward(write: Write) -> bool:
+    """`e.zero_()`, `e.masked_fill_(m, v)`, `e[e < 0] = v`: no error until autograd replays the write
+    in backward (F36)."""
+    if write.op.startswith("[]"):
+        return isinstance(write.node, cst.Subscript) and advanced_by_syntax(write.node)
+    return write.op in knowledge().expanded_forward_runs
 
 
 def _hits_repeats(write: Write) -> bool:

@@ -101,6 +101,23 @@ def keeps_dims(target: cst.Subscript, dims: frozenset[int]) -> bool:
     return any(d >= len(indexes) or _is_full_slice(indexes[d]) for d in dims)
 
 
+def advanced_by_syntax(target: cst.Subscript) -> bool:
+    """Whether the syntax shows a mask or an index tensor among `x[...]`'s indexes: a comparison
+    (`x[x < 0]`, `x[(x < 0).data]`), a mask combined or inverted (`x[~m]`, `x[a & b]`), a list
+    (`x[[0, 2]]`). A bare name may be either an integer or a tensor, so it is not taken for one."""
+    return any(isinstance(element.slice, cst.Index) and _mask_or_list(element.slice.value) for element in target.slice)
+
+
+def _mask_or_list(node: cst.BaseExpression) -> bool:
+    while isinstance(node, (cst.Attribute, cst.Call)):  # `(x < 0).data`, `(x < 0).bool()`
+        node = node.value if isinstance(node, cst.Attribute) else node.func
+    if isinstance(node, cst.UnaryOperation):
+        return isinstance(node.operator, cst.BitInvert)
+    if isinstance(node, cst.BinaryOperation):
+        return isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor))
+    return isinstance(node, (cst.Comparison, cst.List))
+
+
 #: `torch.<name>(*sizes)`: factories whose positional arguments are the shape.
 _TORCH_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})
 
