@@ -75,6 +75,14 @@ def test_f15_recorded_cuda_ipc_lifetime():
     assert alive["outcome"] == "read" and alive["mean"] == 3.0
 
 
+def test_f38_recorded_cuda_tensor_sent_on_never_arrives():
+    for name, relay_alive in (("relay_received_cuda_tensor", True), ("relay_exits_after_sending_on", False)):
+        relayed = RECORDED[name]
+        assert relayed["relay_alive_when_read"] is relay_alive
+        assert relayed["outcome"] == "Empty", name  # the reader's get(timeout=60) saw nothing
+        assert (relayed["relay_exitcode"], relayed["reader_exitcode"]) == (0, 0)
+
+
 def _put_and_exit(queue):
     queue.put(torch.zeros(2, 2))
 

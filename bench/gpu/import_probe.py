@@ -8,7 +8,8 @@ cuInit has run; `torch_init`: torch.cuda.is_initialized(); `context`: device 0's
 active), and whether a child forked after the import can still use CUDA (`fork_child`: "ok" or the
 error it raised). A package whose import starts the driver would be a lock-in event for the GML3xx
 rules and a fork poison for GML204; none is in the lock-in table until this probe has measured it.
-Not run yet: written while the session's device time was another helper's.
+Run on 2026-12-01 (H200, torch 2.11.0+cu130, Python 3.12): docs/facts.md F39. Only the packages on
+that machine's image could be tested; the JSON says which were not installed.
 """
 
 from __future__ import annotations

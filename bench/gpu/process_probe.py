@@ -6,8 +6,8 @@ Each probe runs in a fresh interpreter (so that what initialised CUDA is exactly
 probe did) and prints one JSON object. docs/facts.md F13-F15 quote the output (H200,
 torch 2.11.0+cu130, 2026-11-29); tests/test_process_facts.py checks the recorded JSON
 against them, and tests/gpu/test_process_probe_gpu.py re-runs the CUDA probes on a GPU.
-The two relay probes (a received CUDA tensor sent on to a third process, issue 18) were added
-after that run and are not measured yet: no rule relies on them.
+The two relay probes (a received CUDA tensor sent on to a third process, issue 18) were first run
+on 2026-12-01 (the same H200 and torch): docs/facts.md F38.
 """
 
 from __future__ import annotations

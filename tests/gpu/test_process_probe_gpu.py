@@ -1,4 +1,4 @@
-"""On a CUDA machine, re-run bench/gpu/process_probe.py and compare with the recorded facts (F13-F15)."""
+"""On a CUDA machine, re-run bench/gpu/process_probe.py and compare with the recorded facts (F13-F15, F38)."""
 
 from __future__ import annotations
 
@@ -24,3 +24,5 @@ def test_probe_matches_the_recorded_facts():
         assert probe.run(probe._PROBES[name])["child"] == RECORDED[name]["child"], name
     measured = probe.run(probe._PROBES["producer_exits_before_read"])
     assert measured["mean"] is None and "invalid resource handle" in measured["outcome"]
+    relayed = probe.run(probe._PROBES["relay_received_cuda_tensor"])
+    assert relayed["outcome"] == RECORDED["relay_received_cuda_tensor"]["outcome"]
