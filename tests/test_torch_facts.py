@@ -363,3 +363,13 @@ def test_f34_augmented_assignment_writes_in_place_unless_torch_lacks_the_method(
 def test_f35_uninitialised_makers_are_documented_as_such(name):
     factory = getattr(torch, name, None) or getattr(torch.Tensor, name)
     assert "uninitialized" in factory.__doc__.lower()
+
+
+@pytest.mark.parametrize("attribute", sorted(_knowledge().backward_writes))
+def test_f37_backward_writes_these_attributes_of_the_leaves_it_reaches(attribute):
+    w = torch.ones(3, requires_grad=True)
+    assert getattr(w, attribute) is None
+    (w * 2).sum().backward()
+    first = getattr(w, attribute).clone()
+    (w * 2).sum().backward()
+    assert first.tolist() == [2.0, 2.0, 2.0] and getattr(w, attribute).tolist() == [4.0, 4.0, 4.0]

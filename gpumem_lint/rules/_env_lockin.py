@@ -18,7 +18,7 @@ from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Applicability, Edit, Fix, Position
 from gpumem_lint.fixes import source_rows
 from gpumem_lint.knowledge.lockin import Variable, lockin_table
-from gpumem_lint.rules._bindings import bound_names
+from gpumem_lint.rules._bindings import bound_names, statement_blocks, used_names
 from gpumem_lint.rules._test_files import is_test_file
 from gpumem_lint.rules.base import Report
 from gpumem_lint.semantic.env_writes import (
@@ -131,7 +131,7 @@ def _move_above_import(ctx: FileContext, write: EnvWrite, site: Site) -> Fix | N
     if not any(_binds_environ(s, ctx) and positions[s].start.line < above for s in ctx.module.body):
         return None  # `os` must already be imported where the write moves to
     skipped = block[block.index(locking) : index]
-    if _loaded_names(moved) & set().union(*(bound_names(s) for s in skipped)):
+    if used_names(moved) & set().union(*(bound_names(s) for s in skipped)):
         return None  # it reads a name that the statements it moves above bind
     start, end = positions[moved].start.line, positions[moved].end.line
     text = "".join(source_rows(ctx.text, start, end))
@@ -170,33 +170,10 @@ def _path_to(body, node: cst.CSTNode) -> list[tuple[list, int]] | None:
             if len(statement.body) == 1 and _written(statement.body[0]) is node:
                 return [(list(body), index)]
             continue
-        for child in _blocks(statement):
+        for child in statement_blocks(statement):
             if (found := _path_to(child, node)) is not None:
                 return [(list(body), index), *found]
     return None
-
-
-def _blocks(statement: cst.CSTNode):
-    """The statement lists directly inside a compound statement (its body, else, handlers, ...)."""
-    for child in statement.children:
-        if isinstance(child, cst.IndentedBlock):
-            yield child.body
-        elif not isinstance(child, cst.BaseExpression):
-            yield from _blocks(child)
-
-
-def _loaded_names(node: cst.CSTNode) -> set[str]:
-    names = _Names()
-    names.walk(node)
-    return names.found
-
-
-class _Names(Walker):
-    def __init__(self) -> None:
-        self.found: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.found.add(node.value)
 
 
 def _binds_environ(statement: cst.CSTNode, ctx: FileContext) -> bool:

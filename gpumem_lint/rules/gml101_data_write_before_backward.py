@@ -1,6 +1,8 @@
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Applicability
+from gpumem_lint.rules._after_backward_fix import move_below_backward
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.write_triggers import WRITES
@@ -46,7 +48,14 @@ class DataWriteBeforeBackward(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix: moving the write changes what the step computes.
+    The fix moves the statement that writes (a loop holding it too) just below the `backward()`
+    call, in the block that holds both: `backward()` then computes the gradient of the values the
+    forward pass used, and the optimizer step and what follows see the write as before. It is
+    unsafe: the statements it moves across now run before the write, and a write meant for the
+    next forward pass (a weight reset, a clamp) now lands before this step's `optimizer.step()`.
+    There is no fix when a statement in between binds or uses a name the write uses, when either
+    can leave the block (`return`, `break`), or when the write reads `.grad`, which `backward()`
+    writes ([docs/facts.md](../docs/facts.md) F37).
 
     ## References
     - [Autograd mechanics: in-place operations](https://docs.pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
@@ -62,6 +71,7 @@ class DataWriteBeforeBackward(Rule):
     )
     triggers = (".data", ".set_(")
     scope_triggers = WRITES
+    fix_applicability = Applicability.UNSAFE
     VALID = (
         """
 import torch
@@ -114,10 +124,22 @@ def train_step(model, optimizer, criterion, images, labels):
     loss = criterion(model(images), labels)
     for p in model.parameters():
         p.data.clamp_(-0.01, 0.01)
+    optimizer.zero_grad()
     loss.backward()
     optimizer.step()
 """,
             (7,),
+            fixed="""
+import torch
+
+def train_step(model, optimizer, criterion, images, labels):
+    loss = criterion(model(images), labels)
+    optimizer.zero_grad()
+    loss.backward()
+    for p in model.parameters():
+        p.data.clamp_(-0.01, 0.01)
+    optimizer.step()
+""",
         ),
         Invalid(
             """
@@ -127,8 +149,41 @@ w = torch.ones(3, requires_grad=True)
 y = (w * w).sum()
 w.data = torch.zeros(3)
 y.backward()
+print(w.grad.tolist(), w.tolist())
 """,
             (6,),
+            fixed="""
+import torch
+
+w = torch.ones(3, requires_grad=True)
+y = (w * w).sum()
+y.backward()
+w.data = torch.zeros(3)
+print(w.grad.tolist(), w.tolist())
+""",
+            prints="[2.0, 2.0, 2.0] [0.0, 0.0, 0.0]",
+        ),
+        Invalid(
+            """
+import torch
+
+x = torch.ones(1, requires_grad=True)
+y = 2 * x * x
+x.data *= 100
+y.backward()
+print(x.grad.item(), x.item())
+""",
+            (6,),
+            fixed="""
+import torch
+
+x = torch.ones(1, requires_grad=True)
+y = 2 * x * x
+y.backward()
+x.data *= 100
+print(x.grad.item(), x.item())
+""",
+            prints="4.0 100.0",
         ),
         Invalid(
             """
@@ -138,6 +193,68 @@ def step(w: torch.Tensor, x: torch.Tensor, fresh: torch.Tensor):
     loss = (w * x).sum()
     w.set_(fresh)
     loss.backward()
+""",
+            (6,),
+            fixed="""
+import torch
+
+def step(w: torch.Tensor, x: torch.Tensor, fresh: torch.Tensor):
+    loss = (w * x).sum()
+    loss.backward()
+    w.set_(fresh)
+""",
+        ),
+        Invalid(
+            """
+import torch
+
+def perturbed_step(w: torch.Tensor, x: torch.Tensor, lr: float):
+    loss = (w * x).sum()
+    w.data -= lr * w.grad
+    loss.backward()
+""",
+            (6,),
+        ),
+        Invalid(
+            """
+import torch
+
+def guarded_step(w: torch.Tensor, x: torch.Tensor, fresh: torch.Tensor):
+    loss = (w * x).sum()
+    w.set_(fresh)
+    if not loss.requires_grad:
+        return
+    loss.backward()
+""",
+            (6,),
+        ),
+        Invalid(
+            """
+import torch
+
+def reset_step(w: torch.Tensor, x: torch.Tensor, fresh: torch.Tensor):
+    loss = (w * x).sum()
+    w.data = fresh
+    loss.backward()""",
+            (6,),
+            fixed="""
+import torch
+
+def reset_step(w: torch.Tensor, x: torch.Tensor, fresh: torch.Tensor):
+    loss = (w * x).sum()
+    loss.backward()
+    w.data = fresh""",
+        ),
+        Invalid(
+            """
+import torch
+
+def rescaled_step(w: torch.Tensor, x: torch.Tensor, scale: float):
+    loss = (w * x).sum()
+    w.data *= scale
+    scale = loss.item()
+    loss.backward()
+    return scale
 """,
             (6,),
         ),
@@ -152,4 +269,5 @@ def step(w: torch.Tensor, x: torch.Tensor, fresh: torch.Tensor):
                     f"{write_text(ctx, write)} {how} after the forward pass: autograd cannot see "
                     f"it, so `backward()` at line {ctx.line(backward)} silently computes gradients from the "
                     "modified values",
+                    fix=move_below_backward(ctx, write.node, backward),
                 )
