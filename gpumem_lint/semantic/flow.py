@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from gpumem_lint.knowledge import Knowledge, knowledge
+from gpumem_lint.semantic.attribute_places import AttributePlaces
 from gpumem_lint.semantic.calls import CallSemantics, Mutator
+from gpumem_lint.semantic.elements import Elements
 from gpumem_lint.semantic.grad import GradSemantics, output_grad
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import gives_scalar, index_names, integer_count
@@ -141,6 +143,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self.calls_backward = False
         self.graph_storages: set[Storage] = set()  # used to compute something autograd records
         self._handles: dict[tuple, Handle] = {}
+        self._elements = Elements()  # `x[0]`, `x[1]`: handles whose memory is apart
+        self._attribute_places = AttributePlaces()
         self._storages: dict[tuple, Storage] = {}
         self._loops: list[_Loop] = []
         self._born: set[Handle] = set()  # handles (re)made by the current statement
@@ -480,9 +484,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
     def _assign_place(
         self, place: str, handles: frozenset[Handle], state: State, held: frozenset[Handle] = frozenset()
     ) -> None:
-        prefix = place + "."
         for table in (state.env, state.held):
-            for key in [key for key in table if key.startswith(prefix)]:
+            for key in self._attribute_places.under(place, table):
                 del table[key]
         previous = state.handles_of(place)
         state.env[place] = handles
@@ -914,7 +917,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             self._check_saved(write, state, renewed=writer.storage in fresh)
             # Rebinding `.data` swaps the storage: old aliases keep the old memory. Memory
             # allocated by this very statement (`p.new(n).zero_()`) has no older aliases.
-            seen_by = () if op in REBINDING_OPS or writer.storage in fresh else live
+            seen_by = () if op in REBINDING_OPS or writer.storage in fresh else self._elements.seen_by(write, live)
             for handle in seen_by:
                 if handle in state.moved and write.index is not None:
                     continue  # `x[i]` again, but of another `i`
@@ -1050,6 +1053,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         handle = self._handles.get(key)
         if handle is None:
             handle = self._handles[key] = Handle(storage, kind, node, **fields)
+            self._elements.note(handle)
         return handle
 
     def _written_through(self, writes: list[Write]) -> set[Handle]:

@@ -252,9 +252,7 @@ class State:
         return self.env.get(place, frozenset()) | self.held.get(place, frozenset())
 
     def live_handles(self) -> set[Handle]:
-        live = {handle for handles in self.env.values() for handle in handles}
-        live.update(handle for handles in self.held.values() for handle in handles)
-        return live
+        return set().union(*self.env.values(), *self.held.values())
 
 
 UNREACHABLE = State(reachable=False)
