@@ -13,7 +13,8 @@ read from it:
   (they belong to the module scope); a class whose source matches `CLASS_LINKS` stays
   whole, because its methods share what `__init__` builds (an `inplace` module);
 - any scope that mentions a kept top-level function by name (calling a function that
-  writes its argument is a write in the caller, and confirms that function's finding);
+  writes its argument is a write in the caller, and confirms that function's finding), and
+  its callers in turn, as many calls up as the model follows (semantic/call_depth.py);
 - a class that a kept scope names, whole, and in turn the classes its methods name: what
   `model = Net()` holds (`model.fc.weight`, a Parameter) comes from `Net.__init__`;
 - a name imported under an alias counts as the name it stands for (`zeros_ as z`).
@@ -35,6 +36,7 @@ from itertools import accumulate
 from typing import TYPE_CHECKING
 
 from gpumem_lint import collector
+from gpumem_lint.semantic.call_depth import FOLLOWED_CALLS
 
 if TYPE_CHECKING:
     from gpumem_lint.rules.base import Rule
@@ -48,8 +50,9 @@ CLASS_LINKS = re.compile(
 )
 
 #: A function whose result its callers are judged by (semantic/summaries.py): it returns an
-#: `expand` view, the outputs of one split, or a new Parameter. Kept when a kept scope names it.
-SUMMARY_LINKS = re.compile(r"\.expand(?:_as)?\(|broadcast_to\(|\.chunk\(|split\(|unbind\(|Parameter\(")
+#: `expand` view, the outputs of one split, a new Parameter or a tensor it made require grad.
+#: Kept when a kept scope names it.
+SUMMARY_LINKS = re.compile(r"\.expand(?:_as)?\(|broadcast_to\(|\.chunk\(|split\(|unbind\(|Parameter\(|requires_grad")
 _RETURN = re.compile(r"\breturn\b")
 
 #: Off: every file is parsed in full (bench/fast_path_equality.py compares the two).
@@ -65,6 +68,18 @@ _WORD_AFTER = re.compile(r"\s*(\w+)")
 _BLOCKS = ("body", "handlers", "cases", "orelse", "finalbody")
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
 _IMPORT = (ast.Import, ast.ImportFrom)
+
+
+def _passes_parameter_to(function: ast.FunctionDef | ast.AsyncFunctionDef, callees: set[str]) -> bool:
+    """Whether `function` calls one of `callees` with one of its own parameters (`f(t)` in `def g(t)`)."""
+    arguments = function.args
+    params = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in callees:
+            values = [*node.args, *(keyword.value for keyword in node.keywords)]
+            if any(isinstance(value, ast.Name) and value.id in params for value in values):
+                return True
+    return False
 
 
 def cpython_tree(text: str) -> ast.Module | None:
@@ -357,30 +372,43 @@ class _Reducer:
             self._settle(unit)
 
     def _close_over_calls(self) -> None:
-        """Scopes that call a kept top-level function are kept too. One round is enough: a
-        function writes its argument by its own writes only (semantic/model.py `_mutators`)."""
-        self._keep_summarised_callees()
-        names = {unit.node.name for unit in self.units if unit.is_function and unit.kept}
-        if self.body_kept:  # functions defined under a module-level `if` or `try`
+        """Scopes that call a kept top-level function are kept too; and the callers of a function
+        kept so that passes its own parameter on to one (`show(t)` calls `denormalize(t)`), as
+        many calls up as the model follows a caller's tensors (`main` -> `show` -> `denormalize`)."""
+        followed: set[str] = set()
+        for depth in range(FOLLOWED_CALLS):
+            self._keep_summarised_callees()  # what a newly kept caller's calls return
+            names = {
+                unit.node.name
+                for unit in self.units
+                if unit.is_function and unit.kept and unit.node.name not in followed
+                and (depth == 0 or _passes_parameter_to(unit.node, followed))
+            }
+            if self.body_kept and depth == 0:  # functions defined under a module-level `if` or `try`
+                for unit in self.units:
+                    if unit.is_statement:
+                        names.update(_DEF_NAME.findall(self.source(unit)))
+            if not names:
+                break
+            followed |= names
+            mentions = sorted(self.index.touched(_words(names)))
             for unit in self.units:
-                if unit.is_statement:
-                    names.update(_DEF_NAME.findall(self.source(unit)))
-        if not names:
-            return
-        mentions = sorted(self.index.touched(_words(names)))
-        for unit in self.units:
-            for scope in unit.members or [unit]:
-                if not scope.kept and not scope.is_import and _any_between(mentions, scope.start, scope.end):
-                    scope.kept = True
-            self._settle(unit)
-        if not self.body_kept and any(unit.is_statement and unit.kept for unit in self.units):
-            # The module's statements are one flow: all of them, and the class-level ones, or none.
-            self.body_kept = True
-            for unit in self.units:
-                unit.kept = unit.kept or unit.is_statement
-                for member in unit.members:
-                    member.kept = member.kept or not member.is_function
+                for scope in unit.members or [unit]:
+                    if not scope.kept and not scope.is_import and _any_between(mentions, scope.start, scope.end):
+                        scope.kept = True
                 self._settle(unit)
+            self._keep_whole_body()
+
+    def _keep_whole_body(self) -> None:
+        """The module's statements are one flow: all of them, and the class-level ones, or none."""
+        if self.body_kept or not any(unit.is_statement and unit.kept for unit in self.units):
+            return
+        self.body_kept = True
+        for unit in self.units:
+            unit.kept = unit.kept or unit.is_statement
+            for member in unit.members:
+                member.kept = member.kept or not member.is_function
+            self._settle(unit)
 
     def _keep_built_classes(self) -> None:
         """Classes whose attribute facts a kept scope relies on by naming them (`model = Net()`, then

@@ -233,6 +233,50 @@ k.t_()
 (q @ k).sum().backward()
 """,
         ),
+        # requires-grad set in a helper (`as_input`) and passed two calls down (`overlay` -> `unnormalize`)
+        Invalid(
+            """
+import torch
+
+def as_input(image):
+    batch = (image - 0.5).unsqueeze(0)
+    batch.requires_grad = True
+    return batch
+
+def unnormalize(batch, mean, std):
+    shown = batch.clone()
+    for plane, m, s in zip(shown[0], mean, std):
+        plane.mul_(s).add_(m)
+    return shown
+
+def overlay(batch, heat):
+    return unnormalize(batch, [0.5] * 3, [0.2] * 3)[0] * heat
+
+x = as_input(torch.rand(3, 4, 4))
+print(overlay(x, torch.rand(4, 4)).shape)
+""",
+            (12,),
+            fixed="""
+import torch
+
+def as_input(image):
+    batch = (image - 0.5).unsqueeze(0)
+    batch.requires_grad = True
+    return batch
+
+def unnormalize(batch, mean, std):
+    shown = batch.clone()
+    for plane, m, s in zip(shown[0], mean, std):
+        plane = plane.mul(s).add(m)
+    return shown
+
+def overlay(batch, heat):
+    return unnormalize(batch, [0.5] * 3, [0.2] * 3)[0] * heat
+
+x = as_input(torch.rand(3, 4, 4))
+print(overlay(x, torch.rand(4, 4)).shape)
+""",
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from gpumem_lint.semantic.call_depth import FOLLOWED_CALLS
 from gpumem_lint.semantic.flow import Mutator, ScopeAnalyzer, ScopeFacts
 from gpumem_lint.semantic.imports import ImportTable
 from gpumem_lint.semantic.scopes import Scope, ScopeCollector
@@ -39,6 +40,21 @@ class SemanticModel:
                 else f
                 for f in facts
             ]
+            # Grad reaches further along a chain of calls (`main` -> `show(t)` -> `denormalize(t)`),
+            # and through a summarised result (`t = prepare(x)`): a function whose callers now pass
+            # more than before starts again from that, a few calls deep at most.
+            for _ in range(FOLLOWED_CALLS - 1):
+                deeper = _passed(facts)
+                changed = {key for key, table in deeper.items() if table != passed.get(key)}
+                if not changed:
+                    break
+                passed = deeper
+                facts = [
+                    ScopeAnalyzer(f.scope, collector.imports, mutators, passed[id(f.scope)], returns).run()
+                    if id(f.scope) in changed
+                    else f
+                    for f in facts
+                ]
         return cls(module, collector.imports, facts)
 
     def code(self, node: cst.CSTNode) -> str:
