@@ -1,8 +1,12 @@
 """The targeted Python version (target.py) and what it changes: the stdlib default start
-method is fork up to 3.13 and forkserver from 3.14 (docs/facts.md F11)."""
+method is fork on Linux up to 3.13 and forkserver from 3.14 (docs/facts.md F11); macOS and
+Windows start with spawn on every version."""
 
 from __future__ import annotations
 
+import inspect
+import multiprocessing.context
+import re
 from pathlib import Path
 
 import pytest
@@ -10,9 +14,11 @@ import pytest
 from gpumem_lint.config import CliOverrides, load_settings
 from gpumem_lint.engine import lint_path
 from gpumem_lint.rules import ALL_RULES
+from gpumem_lint.semantic.processes import process_table
 from gpumem_lint.target import find_target, parse_target_version
 
-# A child that writes its argument: reported only where the default start method pickles it.
+# A child that writes its argument: reported where the default start method pickles it (macOS and
+# Windows on every version, Linux from 3.14), in words that follow the target.
 CHILD_WRITES = """\
 import torch
 import multiprocessing as mp
@@ -53,16 +59,28 @@ def test_target_comes_from_target_version_then_requires_python(tmp_path, pyproje
 
 
 @pytest.mark.parametrize(
-    ("pyproject", "flagged"),
+    ("pyproject", "said"),
     [
-        ('[project]\nrequires-python = ">=3.10"\n', False),  # fork by default: the child's write is lost, not shared
-        ('[tool.gpumem-lint]\ntarget-version = "py314"\n', True),  # forkserver: pickled into shared memory
+        # fork on Linux (the child's write is lost there), spawn on macOS and Windows (it reaches the parent)
+        ('[project]\nrequires-python = ">=3.10"\n', "macOS and Windows (spawn; fork on Linux here)"),
+        ('[tool.gpumem-lint]\ntarget-version = "py314"\n', None),  # forkserver: pickled on every platform
     ],
 )
-def test_default_start_method_follows_the_target(tmp_path, pyproject, flagged):
+def test_default_start_method_follows_the_target(tmp_path, pyproject, said):
     source = project(tmp_path, pyproject)
-    codes = [d.code for d in lint_path(source, str(source), ALL_RULES)]
-    assert ("GML202" in codes) == flagged, codes
+    messages = [d.message for d in lint_path(source, str(source), ALL_RULES) if d.code == "GML202"]
+    assert len(messages) == 1, messages
+    assert said is None or said in messages[0]
+
+
+def test_macos_and_windows_default_to_spawn_as_the_table_says():
+    # multiprocessing/context.py of the running Python: Windows has spawn alone, and macOS defaults to it.
+    source = inspect.getsource(multiprocessing.context)
+    darwin = re.search(r"if sys\.platform == 'darwin':(.*?)\n    else:", source, re.S).group(1)
+    assert f"_concrete_contexts['{process_table().other_platforms_default}']" in darwin
+    win32 = source[source.index("\nelse:", source.index("if sys.platform != 'win32'")) :]
+    assert "_default_context = DefaultContext(_concrete_contexts['spawn'])" in win32
+    assert "class ForkContext" not in win32
 
 
 def test_target_version_is_a_known_configuration_key(tmp_path):
@@ -101,13 +119,13 @@ _DEFAULT_LAUNCHES = {
     "GML212": (
         "from torch.utils.data import DataLoader\n\ndef main(data):\n"
         "    return list(DataLoader(data, num_workers=2, collate_fn=lambda batch: batch))\n",
-        None,
+        "macOS and Windows (spawn; fork on Linux here)",
         "forkserver here",
     ),
     "GML211": (
         "import torch\nimport multiprocessing as mp\n\ndef child():\n    pass\n\n"
         "mp.Process(target=child).start()\n",
-        None,
+        "macOS and Windows (spawn; fork on Linux here)",
         "forkserver here",
     ),
 }

@@ -14,7 +14,7 @@ from gpumem_lint.semantic.datasets import Datasets, datasets
 from gpumem_lint.semantic.devices import cuda_names, made_on_cuda, moved_to_cuda
 from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.imports import dotted_name
-from gpumem_lint.semantic.processes import Crossing
+from gpumem_lint.semantic.processes import FRESH_METHODS, Crossing
 from gpumem_lint.semantic.walk import Walker
 from gpumem_lint.target import find_target
 
@@ -80,6 +80,14 @@ def start_method_text(method: StartMethod) -> str:
     if method.default:
         return f"the default start method ({method.name} here)"
     return f"the {method.name} start method"
+
+
+def pickling_method_text(method: StartMethod) -> str:
+    """The start method under which children unpickle what they are handed (`method.pickles`): a
+    default that forks on Linux is spawn on macOS and Windows."""
+    if method.default and method.name not in FRESH_METHODS:
+        return f"the default start method of macOS and Windows (spawn; {method.name} on Linux here)"
+    return start_method_text(method)
 
 
 class CudaEvidence:

@@ -6,7 +6,7 @@ from gpumem_lint.fixes import Applicability
 from gpumem_lint.rules._boundaries import (
     crossing_text,
     process_model,
-    start_method_text,
+    pickling_method_text,
 )
 from gpumem_lint.rules._clone_fix import clone_sent
 from gpumem_lint.rules._copy_fix import copy_the_tensors
@@ -316,7 +316,7 @@ print(batch.sum().item())
                 f"writes in place a tensor that {where} handed to worker processes: a task still running sees the "
                 "new values"
             )
-        method = start_method_text(model.start_method(crossing))
+        method = pickling_method_text(model.start_method(crossing))
         return (
             f"writes in place a tensor that the process of {where} received: under {method} the child shares this "
             "memory and sees the write"

@@ -4,7 +4,7 @@ from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.fixes import Applicability
 from gpumem_lint.knowledge.heuristics import heuristics
-from gpumem_lint.rules._boundaries import crossing_text, cuda_evidence, process_model
+from gpumem_lint.rules._boundaries import crossing_text, cuda_evidence, pickling_method_text, process_model
 from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
@@ -34,7 +34,7 @@ class ReceiverWritesSharedTensor(Rule):
     parent's tensor, and with several workers (`nprocs=4`, a pool) they all write the same
     memory at once. Under fork the child has a copy-on-write copy and the same write is
     silently lost (F13), so the program's result depends on the start method. Only the
-    pickled cases are reported: there the write certainly reaches the parent.
+    cases pickled on some platform the code may run on are reported: there the write reaches the parent.
 
     A received model trained in the child (`optimizer.step()`) is the same hazard: every
     worker updates the parent's weights at once — Hogwild without meaning to (F18). It is not
@@ -42,8 +42,14 @@ class ReceiverWritesSharedTensor(Rule):
     Hogwild recipe) or the child moved it to its GPU first (`model.to(rank)`).
 
     Mutation is taken as the function's job, and not reported, when its name ends with `_`,
-    when its docstring says "in place" or "shared memory", and when the parent made the
-    tensor shareable on purpose (`share_memory_()`, see GML208).
+    when its docstring says "in place" or "shared memory", when the parent made the
+    tensor shareable on purpose (`share_memory_()`, see GML208), and when the parent hands over
+    memory nothing has written yet (`torch.empty(n)`, F35): a result buffer for the child to fill,
+    holding no values of the parent's to overwrite.
+
+    The platform's default start method counts as pickling: fork on Linux up to Python 3.13, but
+    spawn on macOS and Windows whatever the version, so there the child's write lands in the
+    parent's tensor (`mp.get_context("fork")` says the code relies on fork).
 
     ## Known problems
     A receiver whose docstring says it writes shared memory on purpose ("in place",
@@ -126,6 +132,32 @@ def worker(rank, batch):
 
 if __name__ == "__main__":
     mp.spawn(worker, args=(torch.ones(3),), nprocs=2)
+""",
+        """
+import torch
+import torch.multiprocessing as mp
+
+def fill(rank, result):
+    if rank == 0:
+        result[:] = torch.arange(4.0)
+
+if __name__ == "__main__":
+    result = torch.empty(4)  # a buffer for rank 0 to fill
+    mp.spawn(fill, args=(result,), nprocs=2)
+    print(result.tolist())
+""",
+        """
+import torch
+import multiprocessing as mp
+
+def child(t):
+    t.add_(100)
+
+def main():
+    t = torch.zeros(3)
+    p = mp.get_context("fork").Process(target=child, args=(t,))
+    p.start()
+    p.join()
 """,
     )
     INVALID = (
@@ -216,6 +248,36 @@ def norms(tensors):
         return pool.map(normalise, tensors)
 """,
         ),
+        Invalid(
+            """
+import torch
+import multiprocessing as mp
+
+def child(t):
+    t[:2] = 0
+
+def main():
+    t = torch.ones(3)
+    p = mp.Process(target=child, args=(t,))  # the default start method: spawn on macOS and Windows
+    p.start()
+    p.join()
+""",
+            (6,),
+            fixed="""
+import torch
+import multiprocessing as mp
+
+def child(t):
+    t = t.clone()
+    t[:2] = 0
+
+def main():
+    t = torch.ones(3)
+    p = mp.Process(target=child, args=(t,))  # the default start method: spawn on macOS and Windows
+    p.start()
+    p.join()
+""",
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
@@ -240,6 +302,8 @@ def norms(tensors):
                 values = [receiver.received[name] for name in names]
                 if any(h.storage.related(s) for value in values for h in value.handles for s in shared):
                     continue
+                if all(h.storage in crossing.blank for value in values for h in value.handles):
+                    continue  # a `torch.empty` buffer for the child to fill: it holds nothing of the parent's
                 if not (
                     write.certain or any(value.tensor for value in values) or receiver.facts.scope.params.get(names[0])
                 ):
@@ -264,9 +328,17 @@ def norms(tensors):
                 yield Report(
                     write.node,
                     f"{write_text(ctx, write)} writes in place `{name}`, which {crossing_text(ctx, crossing)} handed "
-                    f"over: this changes the parent's shared tensor{others}",
+                    f"over: {_where_shared(model, crossing)}this changes the parent's shared tensor{others}",
                     fix=unshared_write(ctx, write),
                 )
+
+
+def _where_shared(model, crossing) -> str:
+    """Where a child started with a default that forks on Linux shares the tensor: macOS and Windows."""
+    method = model.start_method(crossing)
+    if crossing.kind == "process" and method.default and method.forks:
+        return f"under {pickling_method_text(method)} "
+    return ""
 
 
 def _received_names(receiver: Receiver, write: Write) -> list[str]:

@@ -5,7 +5,7 @@ import libcst as cst
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Position, Severity
 from gpumem_lint.fixes import Applicability, Edit, Fix, line_starts, source_rows
-from gpumem_lint.rules._boundaries import crossing_text, is_main_guard, process_model, start_method_text
+from gpumem_lint.rules._boundaries import crossing_text, is_main_guard, pickling_method_text, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.processes import PROCESS_CROSSING
 from gpumem_lint.semantic.walk import Walker
@@ -96,7 +96,7 @@ import multiprocessing as mp
 def work(x):
     return x * 2
 
-with mp.Pool(4) as pool:
+with mp.get_context("fork").Pool(4) as pool:  # fork: the children do not import this module
     print(pool.map(work, range(8)))
 """,
     )
@@ -180,7 +180,7 @@ if __name__ == "__main__":
             if crossing.kind not in _STARTS_PROCESSES or scope.is_method or scope.enclosing:
                 continue
             method = model.start_method(crossing)
-            if method.name not in ("spawn", "forkserver"):
+            if not method.pickles:
                 continue
             launcher = crossing.launcher or crossing.node
             if scope.is_function:  # `run()` at top level, whose body launches
@@ -194,7 +194,7 @@ if __name__ == "__main__":
                 reported.add(id(launch))
                 yield Report(
                     launch,
-                    f"{what} from top-level code with {start_method_text(method)}: each child re-imports this "
+                    f"{what} from top-level code with {pickling_method_text(method)}: each child re-imports this "
                     "module, re-runs this launch and fails with `RuntimeError`",
                     fix=_guard_the_rest(ctx, launch),
                 )

@@ -5,20 +5,19 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
-from gpumem_lint.rules._boundaries import module_datasets, process_model, start_method_text
+from gpumem_lint.rules._boundaries import module_datasets, pickling_method_text, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import StartMethod
 from gpumem_lint.semantic.datasets import WORKER_LOADER
 from gpumem_lint.semantic.literals import keyword
 from gpumem_lint.semantic.pickling import enclosing_functions, unpicklable
-from gpumem_lint.semantic.processes import PROCESS_CROSSING
+from gpumem_lint.semantic.processes import PROCESS_CROSSING, START_METHODS
 
 #: Crossings whose function is pickled to the child only when the child starts fresh (spawn, forkserver).
 _STARTED = ("process",)
 #: Crossings whose function is always pickled: pool and executor tasks travel through a queue;
 #: `torch.multiprocessing.spawn` always spawns.
 _ALWAYS_PICKLED = ("pool", "executor", "spawn")
-_FRESH = ("spawn", "forkserver")
 
 
 class UnpicklableCallableToProcess(Rule):
@@ -30,8 +29,10 @@ class UnpicklableCallableToProcess(Rule):
       with a nested `f`), or to `torch.multiprocessing.spawn`, whatever the start method;
     - as `Process(target=...)`, or as a `DataLoader`'s `collate_fn` / `worker_init_fn` with
       `num_workers` other than 0, when the children start with spawn or forkserver: chosen by the
-      code (`multiprocessing_context="spawn"`, `set_start_method`, `get_context`) or by default
-      (forkserver is the stdlib default on Linux from Python 3.14; set `target-version`).
+      code (`multiprocessing_context="spawn"`, `set_start_method`, `get_context`) or by default:
+      the default is spawn on macOS and Windows, and forkserver on Linux from Python 3.14 (set
+      `target-version`); only Linux up to 3.13 forks by default. Code that relies on fork says so
+      (`multiprocessing_context="fork"`, `mp.get_context("fork")`).
 
     ## Why is this bad?
     `pickle` sends a function by its qualified name, and neither `<lambda>` nor
@@ -101,7 +102,7 @@ def main():
 from torch.utils.data import DataLoader
 
 def main(data):
-    loader = DataLoader(data, batch_size=2, num_workers=2, collate_fn=lambda batch: batch)  # fork (py313)
+    loader = DataLoader(data, batch_size=2, num_workers=2, collate_fn=lambda batch: batch, multiprocessing_context="fork")
     return list(loader)
 """,
     )
@@ -128,6 +129,16 @@ def main(data):
 """,
             (7,),
         ),
+        Invalid(
+            """
+from torch.utils.data import DataLoader
+
+def main(data):
+    loader = DataLoader(data, batch_size=2, num_workers=2, collate_fn=lambda batch: batch)  # spawn on macOS
+    return list(loader)
+""",
+            (5,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
@@ -148,8 +159,8 @@ def main(data):
             method = model.start_method(crossing)
             if crossing.kind in _ALWAYS_PICKLED:
                 how = "pickled for its workers whatever the start method"
-            elif method.name in _FRESH:
-                how = f"pickled for the child under {start_method_text(method)}"
+            elif method.pickles:
+                how = f"pickled for the child under {pickling_method_text(method)}"
             else:
                 continue
             # An executor pickles in a feeder thread: the error reaches the task's future.
@@ -171,13 +182,13 @@ def main(data):
                 if loader.start_method is None:
                     method = process_model(ctx).default_start_method()
                 else:
-                    method = StartMethod(loader.start_method if loader.start_method in _FRESH else None)
-                if method.name not in _FRESH:
+                    method = StartMethod(loader.start_method if loader.start_method in START_METHODS else None)
+                if not method.pickles:
                     continue
                 yield Report(
                     value,
                     f"`{_short(ctx, value)}` is {found.kind}, passed as `{argument}` to workers started with "
-                    f"{start_method_text(method)}: starting them raises {found.error}",
+                    f"{pickling_method_text(method)}: starting them raises {found.error}",
                 )
 
 

@@ -3,7 +3,8 @@ runs on the other side of a crossing, and what each of its parameters receives.
 
 Built from the scopes' `ProcessFacts` (semantic/processes.py). The start method of the
 stdlib default depends on the Python version the code targets (fork on Linux up to 3.13,
-forkserver from 3.14); without a target version, Linux up to 3.13 is assumed.
+forkserver from 3.14); without a target version, Linux up to 3.13 is assumed. macOS and
+Windows default to spawn on every version: a default start method pickles there.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import libcst as cst
 from gpumem_lint.semantic.flow import ScopeAnalyzer, ScopeFacts
 from gpumem_lint.semantic.imports import ImportTable
 from gpumem_lint.semantic.processes import (
+    FRESH_METHODS,
     START_METHODS,
     UNKNOWN_METHOD,
     Crossing,
@@ -32,6 +34,13 @@ class StartMethod:
     @property
     def forks(self) -> bool:
         return self.name == "fork"
+
+    @property
+    def pickles(self) -> bool:
+        """Whether children start fresh and receive what they are handed by pickling, on some platform
+        the code may run on: spawn and forkserver, and any platform default, since macOS and Windows
+        start with spawn whatever Linux does (processes.toml [start_method])."""
+        return self.name in FRESH_METHODS or (self.default and process_table().other_platforms_default in FRESH_METHODS)
 
 
 @dataclass(frozen=True)
@@ -82,11 +91,12 @@ class ProcessModel:
 
     def pickled(self, crossing: Crossing) -> bool:
         """Whether tensors cross by pickling, which moves a CPU tensor's memory into shared
-        memory in place (F12): queues, pipes, pools, spawn and forkserver children. A forked
-        child gets a copy-on-write copy instead (F13)."""
+        memory in place (F12): queues, pipes, pools, spawn and forkserver children, and children
+        started with the platform default, spawn on macOS and Windows. A forked child gets a
+        copy-on-write copy instead (F13)."""
         if crossing.kind not in ("process", "spawn"):
             return True
-        return self.start_method(crossing).name in ("spawn", "forkserver")
+        return self.start_method(crossing).pickles
 
     def receiver(self, sender: ScopeFacts, crossing: Crossing) -> Receiver | None:
         facts = self._target(sender, crossing.target)

@@ -39,6 +39,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 START_METHODS = frozenset({"fork", "spawn", "forkserver"})
+#: The start methods whose children start a fresh interpreter and unpickle what they are handed.
+FRESH_METHODS = frozenset({"spawn", "forkserver"})
 #: Names the alias analysis reads as places, but that hold no tensor: `q.put(("done", None))`.
 _CONSTANTS = frozenset({"None", "True", "False"})
 #: A start method chosen by an expression we cannot evaluate.
@@ -48,6 +50,7 @@ UNKNOWN_METHOD = "?"
 @dataclass(frozen=True)
 class ProcessTable:
     forkserver_default_from: tuple[int, int]
+    other_platforms_default: str  # macOS and Windows
     setters: frozenset[str]
     contexts: frozenset[str]
     context_methods: frozenset[str]
@@ -71,6 +74,7 @@ def process_table() -> ProcessTable:
 
     return ProcessTable(
         forkserver_default_from=tuple(start["forkserver_default_from"]),
+        other_platforms_default=start["other_platforms_default"],
         setters=frozenset(start["setters"]),
         contexts=frozenset(start["contexts"]),
         context_methods=frozenset(start["context_methods"]),
@@ -116,6 +120,9 @@ class Crossing:
     several: bool = False
     #: Where the receiving processes are started: the `Pool(...)` / executor for their tasks.
     launcher: cst.CSTNode | None = None
+    #: Memory handed over before anything wrote it (`torch.empty(n)`, F35): a buffer for the
+    #: receiver to fill, with no values of the sender's to overwrite.
+    blank: frozenset[Storage] = frozenset()
 
 
 @dataclass(eq=False)
@@ -346,9 +353,13 @@ class ProcessSemantics:
     def _record(self, crossing: Crossing) -> Crossing:
         """The crossing of this call: the first one made, so that a loop's later passes
         see the same object (and whether it was waited for)."""
+        crossing.blank = frozenset(
+            h.storage for h in crossing.sent.handles if h.storage.blank and h.storage not in self._filled
+        )
         known = self._by_node.get(id(crossing.node))
         if known is not None:
             known.several |= crossing.several
+            known.blank &= crossing.blank  # a loop's later pass may find it filled
             return known
         self._by_node[id(crossing.node)] = crossing
         self.process_facts.crossings.append(crossing)
