@@ -66,6 +66,19 @@ def test_fixing_every_fixture_leaves_parseable_files_and_is_idempotent(capsys, t
     assert " fixed, " not in out.splitlines()[-2] + out.splitlines()[-1]  # the summary: nothing fixed this time
 
 
+def test_a_write_locked_by_an_import_moves_above_that_import(capsys, tmp_path):
+    """train.py sets CUDA_VISIBLE_DEVICES after `from common import ...`, whose module-level code
+    initialised CUDA: the write (an `if` holding only it) moves above that import."""
+    shutil.copytree(REPO / "fixtures" / "hazards" / "env_project", tmp_path / "env_project")
+    run(capsys, "--fix", "--unsafe-fixes", "--select", "GML301", "env_project")
+    lines = (tmp_path / "env_project" / "train.py").read_text(encoding="utf-8").splitlines()
+    write = lines.index('    os.environ["CUDA_VISIBLE_DEVICES"] = sys.argv[1]  # expect: GML301')
+    assert lines[write - 1] == "if len(sys.argv) > 1:"
+    assert write < lines.index("from common import BATCH_SIZE, DEVICE")
+    code, _, _ = run(capsys, "--select", "GML301", "env_project")
+    assert code == 0
+
+
 @pytest.mark.parametrize(
     ("source", "options", "expected"),
     [

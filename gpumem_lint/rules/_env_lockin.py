@@ -10,6 +10,7 @@ variable is for the children, which read their environment afresh (a launcher).
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Iterator
 
 import libcst as cst
@@ -101,31 +102,35 @@ def remedy(row: Variable) -> str:
 
 def _move_above_import(ctx: FileContext, write: EnvWrite, site: Site) -> Fix | None:
     """Move the write's statement above the statement of its block that runs the locking event
-    (`import torch`, the first CUDA call, `init_process_group`): a one-line write, or an `if` with no
-    `else` that holds only environment writes (`if args.debug: os.environ[...] = "1"`), when nothing
-    in between binds a name it reads and `os` is imported above. Unsafe: whatever ran in between no
-    longer sees the old value."""
-    if site.via is not None:
-        return None
+    (`import torch`, the first CUDA call, `init_process_group`, or a call or import that runs it in
+    another function or module): a one-line write, or an `if` with no `else` that holds only
+    environment writes (`if args.debug: os.environ[...] = "1"`), when nothing in between binds a name
+    it reads and `os` is imported above. A write in a function whose event ran at module level
+    (`import torch`) moves to module level when it reads only names bound there above it (a literal
+    write). Unsafe: whatever ran in between no longer sees the old value."""
     path = _path_to(ctx.module.body, write.node)
     if path is None:
         return None  # not a statement of its own
+    line = site.line if site.via is None else site.via_line
     env_nodes = {id(w.node) for w in ctx.shared(_writes)}
     positions = ctx.positions
     block, index = path[-1]
     if positions[block[index]].start.line != positions[block[index]].end.line:
         return None
-    for outer_block, outer_index in reversed(path[:-1]):  # an `if` made only of environment writes
-        if (locking := _locking(ctx, block, index, site)) is not None:
+    for depth in range(len(path) - 1, 0, -1):  # an `if` made only of environment writes
+        if (locking := _locking(ctx, block, index, line)) is not None:
             break
+        outer_block, outer_index = path[depth - 1]
         holder = outer_block[outer_index]
+        if isinstance(holder, (cst.FunctionDef, cst.ClassDef)):
+            return _move_to_module(ctx, path[:depth], block, index, line, site)
         if not (isinstance(holder, cst.If) and holder.orelse is None and _only_env_writes(holder, env_nodes)):
             return None
         block, index = outer_block, outer_index
     else:
-        locking = _locking(ctx, block, index, site)
+        locking = _locking(ctx, block, index, line)
     if locking is None:
-        return None  # the event runs in another block: in a caller, or around this one
+        return None  # the event runs around this block, or in a caller
     moved = block[index]
     above = positions[locking].start.line
     if not any(_binds_environ(s, ctx) and positions[s].start.line < above for s in ctx.module.body):
@@ -133,22 +138,70 @@ def _move_above_import(ctx: FileContext, write: EnvWrite, site: Site) -> Fix | N
     skipped = block[block.index(locking) : index]
     if used_names(moved) & set().union(*(bound_names(s) for s in skipped)):
         return None  # it reads a name that the statements it moves above bind
+    return _moved(ctx, moved, above, _title(ctx, locking, site), lambda text: text)
+
+
+def _move_to_module(ctx: FileContext, holders, block, index: int, line: int, site: Site) -> Fix | None:
+    """A write in a function (or a method) whose locking event ran at module level: move it above the
+    module's statement that runs the event, when every name it reads is bound at module level above
+    that statement, and the function keeps a statement."""
+    positions = ctx.positions
+    if len(block) < 2 or not all(isinstance(b[i], (cst.FunctionDef, cst.ClassDef)) for b, i in holders):
+        return None  # only functions and classes around it: it runs whenever its function does
+    locking = _locking(ctx, ctx.module.body, len(ctx.module.body), line)
+    if locking is None:
+        return None
+    above = positions[locking].start.line
+    bound_above = set().union(*(bound_names(s) for s in ctx.module.body if positions[s].end.line < above))
+    if not _read_names(block[index]) <= bound_above:
+        return None  # it reads a local, a parameter or a name bound later (a builtin too, to be sure)
+    return _moved(ctx, block[index], above, _title(ctx, locking, site), textwrap.dedent)
+
+
+def _title(ctx: FileContext, locking: cst.CSTNode, site: Site) -> str:
+    """Above the event's call, or above the statement that runs it in another function or module."""
+    span = ctx.positions[locking]
+    if site.via is None and span.start.line <= site.line <= span.end.line:
+        return f"Move the write above `{site.call}`"
+    return f"Move the write above line {span.start.line}, which runs `{site.call}`"
+
+
+def _moved(ctx: FileContext, moved: cst.CSTNode, above: int, title: str, indent) -> Fix:
+    positions = ctx.positions
     start, end = positions[moved].start.line, positions[moved].end.line
-    text = "".join(source_rows(ctx.text, start, end))
+    text = indent("".join(source_rows(ctx.text, start, end)))
     return Fix(
         (
             Edit(Position(above, 1), Position(above, 1), text if text.endswith("\n") else text + "\n"),
             Edit(Position(start, 1), Position(end + 1, 1), ""),
         ),
         Applicability.UNSAFE,
-        f"Move the write above `{site.call}`",
+        title,
     )
 
 
-def _locking(ctx: FileContext, block: list, index: int, site: Site) -> cst.CSTNode | None:
-    """The statement before `block[index]` whose lines hold the locking event."""
+def _locking(ctx: FileContext, block: list, index: int, line: int) -> cst.CSTNode | None:
+    """The statement before `block[index]` whose lines hold the locking event, or that calls, by its
+    name, the module-level function whose lines hold it (`device = get_device(args)`). A definition
+    holds lines it does not run."""
     positions = ctx.positions
-    return next((s for s in block[:index] if positions[s].start.line <= site.line <= positions[s].end.line), None)
+    function = next(
+        (
+            s.name.value
+            for s in ctx.module.body
+            if isinstance(s, cst.FunctionDef) and positions[s].start.line <= line <= positions[s].end.line
+        ),
+        None,
+    )
+    return next(
+        (
+            s
+            for s in block[:index]
+            if not isinstance(s, (cst.FunctionDef, cst.ClassDef))
+            and (positions[s].start.line <= line <= positions[s].end.line or function in _called_names_in(s))
+        ),
+        None,
+    )
 
 
 def _only_env_writes(statement: cst.If, env_nodes: set[int]) -> bool:
@@ -250,3 +303,38 @@ class _WriteCollector(Walker):
 
     def visit_Call(self, node: cst.Call) -> None:
         self._add(node)
+
+
+def _called_names_in(node: cst.CSTNode) -> set[str]:
+    """The plain names called inside `node` (`get_device` of `device = get_device(args)`)."""
+    calls = _PlainCalls()
+    calls.walk(node)
+    return calls.names
+
+
+class _PlainCalls(Walker):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name):
+            self.names.add(node.func.value)
+
+
+def _read_names(node: cst.CSTNode) -> set[str]:
+    """The names `node` reads, without the attribute names after a dot (`os` of `os.environ[...]`)."""
+    reads = _Reads()
+    reads.walk(node)
+    return reads.names
+
+
+class _Reads(Walker):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self.walk(node.value)
+        return False

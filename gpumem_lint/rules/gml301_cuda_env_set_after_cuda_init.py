@@ -69,8 +69,11 @@ class CudaEnvSetAfterCudaInit(Rule):
     (`torch.cuda.is_available()`, the first `.cuda()`): a one-line write, or an `if` without
     `else` that holds only environment writes, when nothing in between binds a name it reads and
     `os` is imported above. It is unsafe: code in between then sees the new value too, and the
-    earlier CUDA calls see the devices it selects. A write locked in another block (inside a
-    function it calls) or by another file has no automatic fix.
+    earlier CUDA calls see the devices it selects. Where CUDA was initialised by a call of a
+    function of the same module (`device = get_device(args)`) or by an import (`from common import
+    DEVICE`), the write moves above that statement. A write in a function whose variable was locked
+    at module level moves to module level when it reads only names bound there (a literal write).
+    A write locked in another block (around it, or in its caller) has no automatic fix.
 
     ## References
     - [CUDA environment variables](https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/environment-variables.html)
@@ -210,11 +213,51 @@ import torch
 def setup(rank):
     torch.cuda.set_device(rank)
 
-if __name__ == "__main__":
-    setup(0)
+def main(rank):
+    setup(rank)
     os.environ["CUDA_LAUNCH_BLOCKING"] = "1"
 """,
             (10,),
+            fixed="""
+import os
+import torch
+
+def setup(rank):
+    torch.cuda.set_device(rank)
+
+def main(rank):
+    os.environ["CUDA_LAUNCH_BLOCKING"] = "1"
+    setup(rank)
+""",
+        ),
+        Invalid(
+            """
+import os
+import torch
+
+def pick_device():
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+DEVICE = pick_device()
+
+def main():
+    os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+    train(DEVICE)
+""",
+            (11,),
+            fixed="""
+import os
+import torch
+
+def pick_device():
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+DEVICE = pick_device()
+
+def main():
+    train(DEVICE)
+""",
         ),
         Invalid(
             """

@@ -56,9 +56,11 @@ class AllocatorEnvSetAfterInit(Rule):
     The fix moves the write above the statement of the same block that locked it (`import torch`
     for the `backend:` setting, else the first CUDA allocation): a one-line write, or an `if`
     without `else` that holds only environment writes, when nothing in between binds a name it
-    reads and `os` is imported above. It is unsafe: code in between then sees the new value too.
-    A write locked in another block (inside a function it calls) or by another file has no
-    automatic fix.
+    reads and `os` is imported above; above the call or import that locks it in another function
+    of the module or another file. A write in a function locked at module level (`import torch`)
+    moves to module level when it reads only names bound there (a literal write). It is unsafe:
+    code in between then sees the new value too. A write locked in another block (around it, or
+    in its caller) has no automatic fix.
 
     ## References
     - [CUDA memory management: environment variables](https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)

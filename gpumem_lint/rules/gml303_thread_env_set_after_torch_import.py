@@ -43,8 +43,10 @@ class ThreadEnvSetAfterTorchImport(Rule):
     The fix moves the write above the statement of the same block that imports torch: a one-line
     write, or an `if` without `else` that holds only environment writes, when nothing in between
     binds a name it reads and `os` is imported above. It is unsafe: code in between then sees
-    the new value too, including what the imports run. A write locked in another block (inside a
-    function it calls) or by another file has no automatic fix. `torch.set_num_threads` is not
+    the new value too, including what the imports run. A write in a function moves to module
+    level, above `import torch`, when it reads only names bound there (a literal write) and the
+    function holds other statements; a write that reads a local, or a function defined under an
+    `if`, has no automatic fix. `torch.set_num_threads` is not
     offered as a fix: it does not change what other libraries (numpy's BLAS) read from the
     variable.
 
@@ -111,6 +113,60 @@ def configure(threads):
     os.environ.update({"MKL_NUM_THREADS": str(threads)})
 """,
             (6,),
+        ),
+        Invalid(
+            """
+import os
+
+import torch
+
+
+def main():
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    print(torch.get_num_threads())
+
+
+main()
+""",
+            (8,),
+            fixed="""
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+import torch
+
+
+def main():
+    print(torch.get_num_threads())
+
+
+main()
+""",
+            prints="1",
+        ),
+        Invalid(
+            """
+import os
+import torch
+
+def configure(threads):
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    return threads
+""",
+            (6,),
+        ),
+        Invalid(
+            """
+import os
+import sys
+import torch
+
+if sys.platform == "linux":
+    def configure():
+        os.environ["OMP_NUM_THREADS"] = "1"
+        return 1
+""",
+            (8,),
         ),
     )
 

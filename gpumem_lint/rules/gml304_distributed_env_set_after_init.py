@@ -41,8 +41,9 @@ class DistributedEnvSetAfterInit(Rule):
     The fix moves the write above the statement of the same block that created the process group
     or its first communicator: a one-line write, or an `if` without `else` that holds only
     environment writes, when nothing in between binds a name it reads and `os` is imported
-    above. It is unsafe: code in between then sees the new value too. A write locked in another
-    block (inside a function it calls) or by another file has no automatic fix.
+    above; above the call or import that creates it in another function of the module or another
+    file. It is unsafe: code in between then sees the new value too. A write locked in another
+    block (around it, or in its caller) has no automatic fix.
 
     ## References
     - [NCCL environment variables](https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html)

@@ -54,8 +54,9 @@ class CompilerEnvSetAfterCompile(Rule):
     configuration (`torch.compile(...)`, an import of `torch._inductor`): a one-line write, or
     an `if` without `else` that holds only environment writes, when nothing in between binds a
     name it reads and `os` is imported above. It is unsafe: code in between then sees the new
-    value too. A write locked in another block (inside a function it calls) or by another file
-    has no automatic fix. Setting the option in `torch.compile(...)`'s arguments or in
+    value too. The same holds for a call or import that compiles in another function of the
+    module or another file. A write locked in another block (around it, or in its caller: a
+    method called after `__init__` compiled) has no automatic fix. Setting the option in `torch.compile(...)`'s arguments or in
     `torch._inductor.config` instead is a choice the rule cannot make.
 
     ## References

@@ -90,6 +90,8 @@ class Site:
     line: int
     file: str
     via: str | None = None
+    #: The line of `via` in this module: where the other module's code runs.
+    via_line: int | None = None
 
     def where(self) -> str:
         """`line 5`, or `utils.py:3 (run by `import utils` at line 2)`."""
@@ -317,7 +319,7 @@ class ProgramOrder:
 
     def _site(self, step: Step) -> Site:
         if step.site is not None:
-            return replace(step.site, via=self._via(step.node))
+            return replace(step.site, via=self._via(step.node), via_line=self._line_of(step.node))
         return Site(
             step.event or "", short_code(self._module.code_for_node(step.node)), self._line_of(step.node), self._display
         )
