@@ -10,11 +10,11 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.semantic.boundaries import ProcessModel, StartMethod
-from gpumem_lint.semantic.datasets import Datasets, datasets
+from gpumem_lint.semantic.datasets import Datasets, WorkerLoader, datasets
 from gpumem_lint.semantic.devices import cuda_names, made_on_cuda, moved_to_cuda
 from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.imports import dotted_name
-from gpumem_lint.semantic.processes import FRESH_METHODS, Crossing
+from gpumem_lint.semantic.processes import FRESH_METHODS, START_METHODS, Crossing
 from gpumem_lint.semantic.walk import Walker
 from gpumem_lint.target import find_target
 
@@ -67,6 +67,13 @@ def target_version(ctx: FileContext) -> tuple[int, int] | None:
     if target.config is not None:
         ctx.dependencies.add(target.config)
     return target.version
+
+
+def loader_start_method(ctx: FileContext, loader: WorkerLoader) -> StartMethod:
+    """How a DataLoader starts its workers: its `multiprocessing_context`, else the module's default."""
+    if loader.start_method is None:
+        return process_model(ctx).default_start_method()
+    return StartMethod(loader.start_method if loader.start_method in START_METHODS else None)
 
 
 def crossing_text(ctx: FileContext, crossing: Crossing) -> str:

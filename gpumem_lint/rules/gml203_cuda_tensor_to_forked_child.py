@@ -1,15 +1,24 @@
+import re
 from collections.abc import Iterator
+
+import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._boundaries import (
     crossing_text,
     cuda_evidence,
+    loader_start_method,
+    module_cuda_names,
+    module_datasets,
     process_model,
     start_method_text,
 )
 from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.datasets import WORKER_LOADER, Datasets, WorkerLoader
+from gpumem_lint.semantic.devices import cuda_call
 from gpumem_lint.semantic.processes import PROCESS_CROSSING
+from gpumem_lint.semantic.worker_code import cuda_attributes, held_tensors
 
 #: Crossings that start processes, and so may fork (`start_processes(..., start_method="fork")` too).
 _FORKING = ("process", "spawn", "pool", "executor")
@@ -22,6 +31,10 @@ class CudaTensorToForkedChild(Rule):
     started with the **fork** start method: `Process(args=...)`, a `Pool` or
     `ProcessPoolExecutor` task, with fork chosen explicitly or by default (fork is the stdlib
     default on Linux up to Python 3.13; set `target-version` to say which Python you target).
+    A `DataLoader` with workers hands them its dataset: one that holds CUDA tensors made in
+    the main process — a `TensorDataset(x.cuda(), y)`, or a Dataset class that stores one on
+    `self` (`self.class_weights = w.cuda()`), read by the workers or not — is reported at the
+    `DataLoader`.
 
     ## Why is this bad?
     A forked child cannot use CUDA once the parent has, and holding a CUDA tensor means the
@@ -30,6 +43,8 @@ class CudaTensorToForkedChild(Rule):
     in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start
     method` ([docs/facts.md](../docs/facts.md) F14, measured on an H200). Under spawn the
     same tensor crosses as a CUDA IPC handle and both sides see each other's writes (F15).
+    Forked DataLoader workers indexing a `TensorDataset` of CUDA tensors raise a CUDA error
+    (`AcceleratorError`, F29, measured on an H200).
 
     Producers that exit before their consumer has received a tensor are GML209's.
 
@@ -69,8 +84,8 @@ class CudaTensorToForkedChild(Rule):
     severity = Severity.ERROR
     summary = "CUDA tensor handed to a child started with fork"
     fix_title = 'Start the child with spawn (`mp.get_context("spawn")`), or send CPU tensors and move them in the child'
-    triggers = ("multiprocessing", "ProcessPoolExecutor")
-    file_trigger = PROCESS_CROSSING
+    triggers = ("multiprocessing", "ProcessPoolExecutor", "DataLoader")
+    file_trigger = re.compile(f"{PROCESS_CROSSING.pattern}|{WORKER_LOADER.pattern}")
     VALID = (
         """
 import torch
@@ -85,6 +100,26 @@ def main():
     p = ctx.Process(target=worker, args=(batch,))
     p.start()
     p.join()
+""",
+        """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+features = torch.randn(12, 4).cuda()
+loader = DataLoader(TensorDataset(features), batch_size=4)  # no workers: the main process indexes it
+""",
+        """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Weighted(Dataset):
+    def __init__(self):
+        self.class_weights = torch.tensor([0.8, 1.2])  # on the CPU
+
+    def __getitem__(self, index):
+        return index
+
+loader = DataLoader(Weighted(), batch_size=2, num_workers=1)
 """,
     )
     INVALID = (
@@ -104,9 +139,38 @@ def main():
 """,
             (10,),
         ),
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+features = torch.randn(12, 4).cuda()
+loader = DataLoader(TensorDataset(features), num_workers=2)
+""",
+            (6,),
+        ),
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Weighted(Dataset):
+    def __init__(self):
+        self.class_weights = torch.tensor([0.8, 1.2]).cuda()
+
+    def __getitem__(self, index):
+        return index
+
+loader = DataLoader(Weighted(), batch_size=2, num_workers=1)
+""",
+            (12,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
+        yield from self._loaders(ctx)
+        if not PROCESS_CROSSING.search(ctx.text):
+            return
         model = process_model(ctx)
         on_cuda = cuda_evidence(ctx).sends_cuda
         for facts, crossing in model.crossings():
@@ -117,3 +181,39 @@ def main():
                     f"{crossing_text(ctx, crossing)} hands a CUDA tensor to a child started with {method}: the "
                     "child raises `Cannot re-initialize CUDA in forked subprocess`",
                 )
+
+    def _loaders(self, ctx: FileContext) -> Iterator[Report]:
+        if not WORKER_LOADER.search(ctx.text):
+            return
+        found = module_datasets(ctx)
+        for loader in found.worker_loaders:
+            method = loader_start_method(ctx, loader)
+            held = _held_cuda_tensor(loader, found, ctx) if method.forks else None
+            if held is None:
+                continue
+            yield Report(
+                loader.node,
+                f"`DataLoader` (line {ctx.line(loader.node)}) hands its workers, started with "
+                f"{start_method_text(method)}, a dataset holding the CUDA tensor of `{_short(ctx, held)}` (line "
+                f"{ctx.line(held)}): a forked worker cannot use CUDA memory, and touching it raises a CUDA error",
+            )
+
+
+def _held_cuda_tensor(loader: WorkerLoader, found: Datasets, ctx: FileContext) -> cst.Call | None:
+    """The first CUDA tensor the loader's dataset holds: an argument of its `TensorDataset(...)`, or what
+    its Dataset class stores on `self`."""
+    names, imports = module_cuda_names(ctx), ctx.semantic.imports
+    for tensor in held_tensors(loader, found, imports):
+        if isinstance(tensor, cst.Call) and cuda_call(tensor, names, imports):
+            return tensor
+    for each in found.loaders:
+        if each.node is loader.node:
+            made = cuda_attributes(found.classes[each.dataset], names, imports)
+            if made:
+                return min(made.values(), key=lambda call: ctx.line(call))
+    return None
+
+
+def _short(ctx: FileContext, node: cst.CSTNode) -> str:
+    code = " ".join(ctx.code(node).split())
+    return code if len(code) <= 40 else code[:39] + "…"

@@ -7,10 +7,16 @@ from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._boundaries import module_cuda_names, module_datasets, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.datasets import WORKER_LOADER, self_attribute
-from gpumem_lint.semantic.devices import CudaUses, cuda_call
+from gpumem_lint.semantic.devices import CudaUses, cuda_call, is_cuda_device
 from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS
 from gpumem_lint.semantic.walk import Walker
-from gpumem_lint.semantic.worker_code import ModuleCallables, held_tensors, worker_code
+from gpumem_lint.semantic.worker_code import (
+    ModuleCallables,
+    cuda_attributes,
+    held_tensors,
+    stored_values,
+    worker_code,
+)
 
 
 class CudaInDataloaderWorker(Rule):
@@ -20,14 +26,17 @@ class CudaInDataloaderWorker(Rule):
     module has `num_workers` other than 0:
     - a Dataset's `__getitem__` / `__iter__` (or a method they call through `self.`) that
       creates a CUDA tensor or moves data to CUDA — `.cuda()`, `.to("cuda")`, `device="cuda"`,
-      `.pin_memory()` — or reads a CUDA tensor the dataset made in `__init__`
-      (`self.X = X.cuda()`);
+      `.pin_memory()` — or, when the workers start with spawn or forkserver, reads a CUDA
+      tensor the dataset made in `__init__` (`self.X = X.cuda()`);
     - the loader's `collate_fn` or `worker_init_fn` (a function of the module, a lambda,
       `functools.partial(f, ...)`, or an object of a module class with `__call__`);
     - a transform the Dataset calls through an attribute (`self.transform(x)`), stored by
       `__init__` directly or from a parameter its construction fills
       (`Features(rows, transform=Compose([Crop(), ToGpu()]))`);
-    - a CUDA tensor held by the `TensorDataset` the loader loads (`TensorDataset(x.cuda(), y)`).
+    - a CUDA tensor held by the `TensorDataset` the loader loads (`TensorDataset(x.cuda(), y)`),
+      when the workers start with spawn or forkserver.
+
+    Forked workers handed a dataset that holds CUDA tensors are GML203's.
 
     ## Why is this bad?
     With workers, `__getitem__` runs in worker processes. Under fork — the default on Linux
@@ -52,8 +61,10 @@ class CudaInDataloaderWorker(Rule):
     ## Known problems
     Callables are followed only within the module: a `collate_fn` imported from another module,
     or passed in by a caller, is not read. A device held in an attribute (`.to(self.device)`)
-    counts only when the module assigns it a CUDA device by name, or names it like a device
-    index (`rank`, `gpu`: `device_index_names` in
+    counts when `__init__` stores a CUDA device there, or the parameter it stores is filled
+    with one by a construction of the class in the module (`MyDataset(64, device)` after
+    `device = torch.device("cuda:0")`), when the module assigns the attribute a CUDA device by
+    name, or names it like a device index (`rank`, `gpu`: `device_index_names` in
     [`heuristics.toml`](../gpumem_lint/knowledge/heuristics.toml)).
 
     ## Example
@@ -147,6 +158,20 @@ def seed_worker(worker_id):
 model = torch.nn.Linear(8, 8).cuda()
 loader = DataLoader(dataset, batch_size=8, num_workers=2, worker_init_fn=seed_worker)
 """,
+        """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Noise(Dataset):
+    def __init__(self, length, device):
+        self.length = length
+        self.device = device
+
+    def __getitem__(self, i):
+        return torch.rand(10).to(self.device)
+
+loader = DataLoader(Noise(64, torch.device("cpu")), batch_size=8, num_workers=2)
+""",
     )
     INVALID = (
         Invalid(
@@ -161,6 +186,25 @@ class Features(Dataset):
 loader = DataLoader(Features(), batch_size=64, num_workers=4)
 """,
             (7,),
+        ),
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Noise(Dataset):
+    def __init__(self, length, device):
+        self.length = length
+        self.device = device
+
+    def __getitem__(self, i):
+        return torch.rand(10).to(self.device)
+
+def main():
+    device = torch.device("cuda:0")
+    loader = DataLoader(Noise(64, device), batch_size=8, num_workers=2)
+""",
+            (11,),
         ),
         Invalid(
             """
@@ -206,7 +250,7 @@ def seed_worker(worker_id):
 
 features = torch.randn(100, 8).cuda()
 data = TensorDataset(features, torch.zeros(100))
-loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worker)
+loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worker, multiprocessing_context="spawn")
 """,
             (6, 8),
         ),
@@ -222,11 +266,9 @@ loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worke
             loaders = found.loaders_of(cls)
             if not loaders:
                 continue
-            calls = _WorkerCudaUses(names, ctx.semantic.imports)
-            held = _CudaAttributes(names, ctx.semantic.imports)
-            for method in cls.methods.values():
-                held.walk(method.body)
-            reads = _AttributeReads(held.made)
+            calls = _WorkerCudaUses(names | _device_attributes(cls, found, names, ctx), ctx.semantic.imports)
+            made = cuda_attributes(cls, names, ctx.semantic.imports)
+            reads = _AttributeReads(made)
             for method in cls.worker_methods().values():
                 calls.walk(method.body)
                 reads.walk(method.body)
@@ -239,13 +281,12 @@ loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worke
                 call = _first(ctx, calls.found)
                 consequence = _call_consequence(ctx, call, loader.node, spawned)
                 yield Report(call, f"`{ctx.code(call)}` runs in DataLoader worker processes ({where}): {consequence}")
-            elif reads.found:
+            elif reads.found and spawned:  # forked workers handed a CUDA tensor are GML203's
                 read = _first(ctx, reads.found)
-                made = held.made[read.attr.value]
                 yield Report(
                     read,
-                    f"`{ctx.code(read)}` is a CUDA tensor (made at line {ctx.line(made)}) read in DataLoader worker "
-                    f"processes ({where}): {_consequence(spawned, made_in_parent=True)}",
+                    f"`{ctx.code(read)}` is a CUDA tensor (made at line {ctx.line(made[read.attr.value])}) read in "
+                    f"DataLoader worker processes ({where}): {_consequence(spawned)}",
                 )
 
     def _other_worker_code(self, ctx: FileContext, found) -> Iterator[Report]:
@@ -263,15 +304,27 @@ loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worke
             consequence = _call_consequence(ctx, call, code.loader.node, spawned)
             yield Report(call, f"`{ctx.code(call)}` runs in DataLoader worker processes ({where}): {consequence}")
         for loader in found.worker_loaders:
+            if not _spawns(ctx, loader.start_method):
+                continue  # forked workers handed a CUDA tensor are GML203's
             for tensor in held_tensors(loader, found, imports):
                 if isinstance(tensor, cst.Call) and cuda_call(tensor, names, imports) and id(tensor) not in reported:
                     reported.add(id(tensor))
-                    spawned = _spawns(ctx, loader.start_method)
                     yield Report(
                         tensor,
                         f"`{ctx.code(tensor)}` is a CUDA tensor held by the TensorDataset that workers index "
-                        f"(`DataLoader` at line {ctx.line(loader.node)}): {_held_consequence(spawned)}",
+                        f"(`DataLoader` at line {ctx.line(loader.node)}): each worker maps them into its own CUDA "
+                        "context, hundreds of MB of GPU memory each",
                     )
+
+
+def _device_attributes(cls, found, names: set[str], ctx: FileContext) -> set[str]:
+    """`self.device`, where `__init__` stores a CUDA device, or a parameter a construction fills with one
+    (`MyDataset(64, device)` after `device = torch.device("cuda:0")`)."""
+    return {
+        f"self.{attribute}"
+        for attribute, values in stored_values(cls, found).items()
+        if any(is_cuda_device(value, names, ctx.semantic.imports) for value in values)
+    }
 
 
 def _spawns(ctx: FileContext, method: str | None) -> bool:
@@ -297,12 +350,6 @@ def _call_consequence(ctx: FileContext, call: cst.Call, loader: cst.Call, spawne
 _PIN_FAILS = "once the main process used CUDA, pinning raises a CUDA error in a forked worker"
 
 
-def _held_consequence(spawned: bool) -> str:
-    if spawned:
-        return "each worker maps them into its own CUDA context, hundreds of MB of GPU memory each"
-    return "making them initialised CUDA, so a forked worker's first read raises a CUDA error"
-
-
 def _pins(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value == "pin_memory"
 
@@ -316,39 +363,14 @@ class _WorkerCudaUses(CudaUses):
             self.found.append(node)
 
 
-def _consequence(spawned: bool, made_in_parent: bool = False) -> str:
+def _consequence(spawned: bool) -> str:
     if spawned:
         return "each worker creates its own CUDA context, hundreds of MB of GPU memory each"
-    if made_in_parent:
-        return "making it initialised CUDA, so a forked worker raises `Cannot re-initialize CUDA in forked subprocess`"
     return "once the main process used CUDA, a forked worker raises `Cannot re-initialize CUDA in forked subprocess`"
 
 
 def _first(ctx: FileContext, nodes: list) -> cst.CSTNode:
     return min(nodes, key=lambda node: (ctx.line(node), ctx.positions[node].start.column))
-
-
-class _CudaAttributes(Walker):
-    """`self.X = x.cuda()` (and `self.X, self.y = X.cuda(), y.cuda()`): attributes holding CUDA tensors."""
-
-    def __init__(self, names: set[str], imports) -> None:
-        self.names = names
-        self.imports = imports
-        self.made: dict[str, cst.Call] = {}
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            pairs = [(target.target, node.value)]
-            if (
-                isinstance(target.target, cst.Tuple)
-                and isinstance(node.value, cst.Tuple)
-                and len(target.target.elements) == len(node.value.elements)
-            ):
-                pairs = [(t.value, v.value) for t, v in zip(target.target.elements, node.value.elements)]
-            for place, value in pairs:
-                attribute = self_attribute(place)
-                if attribute and isinstance(value, cst.Call) and cuda_call(value, self.names, self.imports):
-                    self.made.setdefault(attribute, value)
 
 
 class _AttributeReads(Walker):

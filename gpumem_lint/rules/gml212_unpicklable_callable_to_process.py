@@ -5,13 +5,12 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
-from gpumem_lint.rules._boundaries import module_datasets, pickling_method_text, process_model
+from gpumem_lint.rules._boundaries import loader_start_method, module_datasets, pickling_method_text, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.boundaries import StartMethod
 from gpumem_lint.semantic.datasets import WORKER_LOADER
 from gpumem_lint.semantic.literals import keyword
 from gpumem_lint.semantic.pickling import enclosing_functions, unpicklable
-from gpumem_lint.semantic.processes import PROCESS_CROSSING, START_METHODS
+from gpumem_lint.semantic.processes import PROCESS_CROSSING
 
 #: Crossings whose function is pickled to the child only when the child starts fresh (spawn, forkserver).
 _STARTED = ("process",)
@@ -179,10 +178,7 @@ def main(data):
                 found = unpicklable(value, scopes.get(id(loader.node)), ctx.module)
                 if found is None:
                     continue
-                if loader.start_method is None:
-                    method = process_model(ctx).default_start_method()
-                else:
-                    method = StartMethod(loader.start_method if loader.start_method in START_METHODS else None)
+                method = loader_start_method(ctx, loader)
                 if not method.pickles:
                     continue
                 yield Report(

@@ -5,7 +5,8 @@ tensors its workers index that the main process made.
 - a transform the Dataset's worker methods call through an attribute, `self.transform(x)`, where
   `__init__` stored a callable there: directly (`self.transform = ToGpu()`) or from a parameter
   that a construction of the class fills (`Features(rows, transform=ToGpu())`);
-- the tensors a `TensorDataset(x.cuda(), y)` holds (`held_tensors`).
+- the tensors a `TensorDataset(x.cuda(), y)` holds (`held_tensors`), and the CUDA tensors a Dataset
+  class stores on `self` (`cuda_attributes`).
 
 A callable is resolved within the module: a module-level function by name (also through
 `functools.partial(f, ...)`), a lambda, or an instance of a module class that defines `__call__`
@@ -28,6 +29,7 @@ from gpumem_lint.semantic.datasets import (
     self_attribute,
     self_calls,
 )
+from gpumem_lint.semantic.devices import cuda_call
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.literals import keyword
 from gpumem_lint.semantic.walk import Walker
@@ -129,12 +131,18 @@ def held_tensors(loader: WorkerLoader, datasets: Datasets, imports: ImportTable)
 def _transforms(cls: DatasetClass, datasets: Datasets) -> dict[str, list[cst.BaseExpression]]:
     """`self.<attribute>(...)` calls of the worker methods (attributes that are not methods), each with
     the values `__init__` may have stored there."""
-    init = cls.methods.get("__init__")
-    if init is None:
-        return {}
     called = set().union(*(self_calls(method) for method in cls.worker_methods().values()))
-    attributes = called - cls.methods.keys()
-    if not attributes:
+    return stored_values(cls, datasets, called - cls.methods.keys())
+
+
+def stored_values(
+    cls: DatasetClass, datasets: Datasets, attributes: set[str] | None = None
+) -> dict[str, list[cst.BaseExpression]]:
+    """The values `__init__` may store in `self.<attribute>` (every attribute when `attributes` is None):
+    what it assigns, or, for a parameter, what each construction of the class passes for it
+    (`MyDataset(64, device)` for `self.device = device`)."""
+    init = cls.methods.get("__init__")
+    if init is None or attributes == set():
         return {}
     parameters = [param.name.value for param in init.params.params]
     stores = _Stores(attributes)
@@ -161,16 +169,18 @@ def _argument(call: cst.Call, name: str, position: int) -> cst.BaseExpression | 
 
 
 class _Stores(Walker):
-    """`self.<attribute> = value` for the attributes asked about (`value or default`: both sides)."""
+    """`self.<attribute> = value` for the attributes asked about, or all (`value or default`: both sides)."""
 
-    def __init__(self, attributes: set[str]) -> None:
+    def __init__(self, attributes: set[str] | None) -> None:
         self.attributes = attributes
         self.values: list[tuple[str, cst.BaseExpression]] = []
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             attribute = self_attribute(target.target)
-            if attribute in self.attributes and dotted_name(target.target) == f"self.{attribute}":
+            if attribute is None or (self.attributes is not None and attribute not in self.attributes):
+                continue
+            if dotted_name(target.target) == f"self.{attribute}":
                 value = node.value
                 sides = [value.left, value.right] if isinstance(value, cst.BooleanOperation) else [value]
                 self.values.extend((attribute, side) for side in sides)
@@ -197,3 +207,35 @@ class _Callables(Walker):
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         return False
+
+
+def cuda_attributes(cls: DatasetClass, names: set[str], imports: ImportTable) -> dict[str, cst.Call]:
+    """The attributes any method of `cls` assigns a CUDA tensor (`self.X = X.cuda()`), each with the call
+    that made it: the dataset object holds them when it reaches the workers."""
+    collector = _CudaAttributes(names, imports)
+    for method in cls.methods.values():
+        collector.walk(method.body)
+    return collector.made
+
+
+class _CudaAttributes(Walker):
+    """`self.X = x.cuda()` (and `self.X, self.y = X.cuda(), y.cuda()`): attributes holding CUDA tensors."""
+
+    def __init__(self, names: set[str], imports) -> None:
+        self.names = names
+        self.imports = imports
+        self.made: dict[str, cst.Call] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            pairs = [(target.target, node.value)]
+            if (
+                isinstance(target.target, cst.Tuple)
+                and isinstance(node.value, cst.Tuple)
+                and len(target.target.elements) == len(node.value.elements)
+            ):
+                pairs = [(t.value, v.value) for t, v in zip(target.target.elements, node.value.elements)]
+            for place, value in pairs:
+                attribute = self_attribute(place)
+                if attribute and isinstance(value, cst.Call) and cuda_call(value, self.names, self.imports):
+                    self.made.setdefault(attribute, value)
