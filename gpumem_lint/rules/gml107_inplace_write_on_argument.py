@@ -76,7 +76,9 @@ class InplaceWriteOnArgument(Rule):
     `F.relu(x)` for `F.relu(x, inplace=True)`), or writes a copy made just before
     (`x = x.clone()` above `x[mask] = 0`). It is unsafe: a caller that relied on the
     change no longer sees it, and the new tensor costs memory. A module made with
-    `inplace=True` (`self.act(x)`) has none: the change belongs where it is built.
+    `inplace=True` applied to the argument gets a copy of it (`self.act(x)` ->
+    `self.act(x.clone())`): the layer stays in place where it is applied to the block's
+    own tensors.
 
     ## References
     - [Autograd mechanics: in-place operations](https://docs.pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
@@ -384,6 +386,54 @@ class PreAct(nn.Module):
         return self.conv(out) + x
 """,
             (10,),
+            fixed="""
+import torch.nn as nn
+
+class PreAct(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        out = self.act(x.clone())
+        return self.conv(out) + x
+""",
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU(inplace=True)
+        self.scale = nn.Identity()
+
+    def forward(self, x):
+        return self.scale(self.act(x)) + x
+
+x = torch.tensor([[-1.0, 2.0]])
+print(Block()(x).tolist(), x.tolist())
+""",
+            (12,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU(inplace=True)
+        self.scale = nn.Identity()
+
+    def forward(self, x):
+        return self.scale(self.act(x.clone())) + x
+
+x = torch.tensor([[-1.0, 2.0]])
+print(Block()(x).tolist(), x.tolist())
+""",
+            prints="[[-1.0, 4.0]] [[-1.0, 2.0]]",
         ),
     )
 
