@@ -67,9 +67,11 @@ class AliasReadAfterInplaceWrite(Rule):
 
     ## Fix safety
     The fix adds `.clone()` where the alias is made (`prev = hidden.detach().clone()`) or
-    where the tensor is stored (`states.append(hidden.clone())`); a swap through views has
-    none (it needs a temporary). It is unsafe: the copy costs memory, and code that meant
-    to follow the tensor's later values no longer does.
+    where the tensor is stored (`states.append(hidden.clone())`); in a swap through views,
+    to the right-hand side's view that an earlier target overwrites
+    (`x[i], x[j] = x[j], x[i].clone()`), unless it is a conditional expression. It is
+    unsafe: the copy costs memory, and code that meant to follow the tensor's later values
+    no longer does.
 
     ## References
     - [Tensor views](https://docs.pytorch.org/docs/stable/tensor_view.html)
@@ -232,6 +234,43 @@ def swap_rows(m: torch.Tensor, i: int, j: int) -> torch.Tensor:
     return m
 """,
             (6,),
+            fixed="""
+import torch
+
+def swap_rows(m: torch.Tensor, i: int, j: int) -> torch.Tensor:
+    m = m.clone()
+    m[i], m[j] = m[j], m[i].clone()
+    return m
+""",
+        ),
+        Invalid(
+            """
+import torch
+
+m = torch.tensor([[1.0], [2.0]])
+m[0], m[1] = m[1], m[0]
+print(m.flatten().tolist())
+""",
+            (5,),
+            fixed="""
+import torch
+
+m = torch.tensor([[1.0], [2.0]])
+m[0], m[1] = m[1], m[0].clone()
+print(m.flatten().tolist())
+""",
+            prints="[2.0, 1.0]",
+        ),
+        Invalid(
+            """
+import torch
+
+def swap_rows(m: torch.Tensor, i: int, j: int, first: bool) -> torch.Tensor:
+    m = m.clone()
+    m[i], m[j] = m[j], m[i] if first else m[0]
+    return m
+""",
+            (6,),
         ),
         Invalid(
             """
@@ -327,7 +366,7 @@ print((hidden - prev).tolist())
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
             for read in first_reads(ctx, facts, _is_reported, lambda read: id(read.write)):
-                yield Report(read.write.node, self._message(ctx, read), fix=clone_at(ctx, _copy_point(read)))
+                yield Report(read.write.node, self._message(ctx, read), fix=clone_at(ctx, _copy_point(ctx, read)))
 
     def _message(self, ctx: FileContext, read: Read) -> str:
         write = read.write
@@ -355,11 +394,12 @@ print((hidden - prev).tolist())
         )
 
 
-def _copy_point(read: Read):
+def _copy_point(ctx: FileContext, read: Read):
     """Where a `.clone()` makes the alias a copy: the snapshot or the stored tensor, else the alias
-    written through; none for a swap through views (it needs a temporary)."""
+    written through; in a swap through views, the right-hand side's view that an earlier target
+    overwrote (`x[i], x[j] = x[j], x[i].clone()`), when it is one expression (not `p if c else q`)."""
     if not _is_place(read.place):
-        return None
+        return read.node if ctx.code(read.node) == read.place else None
     node = read.reader.node
     if read.reader.stored and isinstance(node, cst.Call):  # `states.append(hidden)`: the tensor stored
         return node.args[-1].value if node.args and node.args[-1].keyword is None else None
