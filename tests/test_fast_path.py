@@ -228,10 +228,10 @@ def test_a_rule_without_scope_triggers_gets_the_whole_module():
     assert fast_path.reduce_source(LINKS["module-level statements"], [*ALIAS_RULES, *whole[:1]]) is None
 
 
-def _kept(statement: str) -> bool:
+def _kept(statement: str, rules=ALIAS_RULES) -> bool:
     """Whether the fast path keeps a function made of this statement (next to one it hollows)."""
     text = f"def candidate(x, y, model, opt):\n    {statement}\n" + _FILLER.format(n=0)
-    reduction = fast_path.reduce_source(text, ALIAS_RULES)
+    reduction = fast_path.reduce_source(text, rules)
     return reduction is not None and statement in reduction.text
 
 
@@ -277,7 +277,12 @@ def test_every_write_form_keeps_its_scope(statement):
     "statement", ["return x + y", "y = x.clone()", "def f(a: Optional[int] = None): pass", "opt.step()"]
 )
 def test_scopes_without_a_write_form_are_hollowed(statement):
-    assert not _kept(statement)
+    # The alias rules (GML1xx); GML406 keeps the scopes that run a training step, for their loops.
+    assert not _kept(statement, [rule for rule in ALIAS_RULES if rule.code.startswith("GML1")])
+
+
+def test_scopes_running_a_training_step_are_kept_for_empty_cache_in_a_helper():
+    assert _kept("opt.step()", [rule for rule in ALIAS_RULES if rule.code == "GML406"])
 
 
 def _torch_sample() -> list:

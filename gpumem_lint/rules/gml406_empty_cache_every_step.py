@@ -17,7 +17,9 @@ class EmptyCacheEveryStep(Rule):
     """
     ## What it does
     Flags `torch.cuda.empty_cache()` called unconditionally in the body of a training loop: the
-    innermost loop that runs `loss.backward()` or `optimizer.step()` (or `scaler.step(...)`).
+    innermost loop that runs `loss.backward()` or `optimizer.step()` (or `scaler.step(...)`),
+    directly or through a function of the module, or a method of the same class (`self.training_step(batch)`),
+    that the loop calls unconditionally and that calls it unconditionally.
     Calls under an `if` (every N steps, on OOM), in an outer per-epoch loop, or in test modules are
     not reported.
 
@@ -65,9 +67,10 @@ class EmptyCacheEveryStep(Rule):
     summary = "`torch.cuda.empty_cache()` on every training step"
     fix_title = "Remove it, or call it once outside the step loop (or every N steps)"
     triggers = ("empty_cache",)
-    # Each finding is an `empty_cache` call, in a loop of the same scope (or an alias of it: the fast
-    # path follows `import ... as`).
-    scope_triggers = (re.compile(r"empty_cache"),)
+    # Each finding is an `empty_cache` call (or an alias of it: the fast path follows `import ... as`), in
+    # a loop of the same scope or in a helper that a training loop of another scope calls: the scopes
+    # running a training step are kept for their loops.
+    scope_triggers = (re.compile(r"empty_cache"), re.compile(r"\.(?:backward|step)\s*\("))
     VALID = (
         """
 import torch
@@ -89,6 +92,26 @@ for step, batch in enumerate(loader):
     if step % 1000 == 0:
         torch.cuda.empty_cache()
 """,
+        """
+import torch
+
+class Trainer:
+    def free_memory(self):
+        torch.cuda.empty_cache()
+
+    def evaluate(self):
+        if self.low_memory:
+            torch.cuda.empty_cache()
+
+    def train(self):
+        for step, batch in enumerate(self.loader):
+            self.model(batch).mean().backward()
+            self.optimizer.step()
+            if step % 1000 == 0:
+                self.free_memory()
+            self.evaluate()
+        self.free_memory()
+""",
     )
     INVALID = (
         Invalid(
@@ -104,34 +127,150 @@ for batch in loader:
 """,
             (9,),
         ),
+        Invalid(
+            """
+import torch
+
+class Trainer:
+    def training_step(self, batch):
+        loss = self.model(batch).mean()
+        torch.cuda.empty_cache()
+        loss.backward()
+
+    def train(self):
+        for batch in self.loader:
+            self.training_step(batch)
+            self.optimizer.step()
+""",
+            (7,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         if is_test_file(ctx.path):
             return  # a test's loop runs a few steps; its speed is not the product's
-        finder = _LoopFinder(ctx.program_order.imports, memory_api().empty_cache_functions)
+        imports, functions = ctx.program_order.imports, memory_api().empty_cache_functions
+        helpers = _helpers(ctx.module, imports, functions)
+        finder = _LoopFinder(imports, functions, helpers)
         finder.walk(ctx.module)
-        for call, step in finder.found:
+        reported: set[int] = set()
+        for call, step, through in finder.found:
+            if id(call) in reported:
+                continue
+            reported.add(id(call))
+            via = f", called through `{ctx.code(through)}` (line {ctx.line(through)})" if through is not None else ""
             yield Report(
                 call,
-                f"empty_cache() on every iteration of the loop that runs `{ctx.code(step)}` (line {ctx.line(step)}): "
-                "it frees only cached blocks the next step allocates again",
+                f"empty_cache() on every iteration of the loop that runs `{ctx.code(step)}` (line {ctx.line(step)})"
+                f"{via}: it frees only cached blocks the next step allocates again",
             )
+
+
+#: A function of the module (`("", name)`) or a method (`(class name, name)`).
+_Key = tuple[str, str]
+
+
+def _helpers(module: cst.Module, imports: ImportTable, functions: frozenset[str]) -> dict[_Key, list[cst.Call]]:
+    """The module's functions and methods that call `empty_cache()` unconditionally, directly or through
+    another such function they call unconditionally, each with those `empty_cache()` calls."""
+    bodies = _Bodies(imports, functions)
+    bodies.walk(module)
+    found = {key: list(calls) for key, (calls, _) in bodies.functions.items() if calls}
+    changed = True
+    while changed:  # through helpers of helpers
+        changed = False
+        for key, (_, callees) in bodies.functions.items():
+            reached = [call for callee in callees for call in found.get(callee, ()) if callee != key]
+            new = [call for call in reached if call not in found.get(key, [])]
+            if new:
+                found.setdefault(key, []).extend(new)
+                changed = True
+    return found
+
+
+class _Bodies(Walker):
+    """For each function and method: its unconditional `empty_cache()` calls and the module functions
+    (or methods of its class, through `self.`) it calls unconditionally. Nested functions are left out."""
+
+    def __init__(self, imports: ImportTable, functions: frozenset[str]) -> None:
+        self.imports = imports
+        self.empty_cache = functions
+        self.functions: dict[_Key, tuple[list[cst.Call], list[_Key]]] = {}
+        self.classes: list[str] = []
+        self.current: list[_Key | None] = []
+        self.conditional = 0
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.append(node.name.value)
+        self.current.append(None)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.pop()
+        self.current.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        outer = self.current[-1] if self.current else None
+        nested = outer is not None
+        key = None if nested else (self.classes[-1] if self.classes else "", node.name.value)
+        if key is not None:
+            self.functions[key] = ([], [])
+        self.current.append(key)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.current.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.current.append(None)
+
+    def leave_Lambda(self, node: cst.Lambda) -> None:
+        self.current.pop()
+
+    def _enter_condition(self, node) -> None:
+        self.conditional += 1
+
+    def _leave_condition(self, node) -> None:
+        self.conditional -= 1
+
+    visit_If = visit_IfExp = visit_ExceptHandler = visit_BooleanOperation = visit_For = visit_While = _enter_condition
+    leave_If = leave_IfExp = leave_ExceptHandler = leave_BooleanOperation = leave_For = leave_While = _leave_condition
+
+    def visit_Call(self, node: cst.Call) -> None:
+        key = self.current[-1] if self.current else None
+        if key is None or self.conditional:
+            return
+        calls, callees = self.functions[key]
+        if self.imports.qualify(node.func) in self.empty_cache:
+            calls.append(node)
+        elif (callee := _callee(node, key[0])) is not None:
+            callees.append(callee)
+
+
+def _callee(call: cst.Call, class_name: str) -> _Key | None:
+    """`helper(...)` names a module function; `self.helper(...)` a method of the caller's class."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return ("", func.value)
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" and class_name:
+        return (class_name, func.attr.value)
+    return None
 
 
 @dataclass
 class _Loop:
     step: cst.Call | None = None  # a backward()/optimizer step directly in this loop
     conditional: int = 0  # depth of if/except inside this loop
-    calls: list[cst.Call] = field(default_factory=list)  # unconditional empty_cache() calls
+    #: unconditional empty_cache() calls, each with the helper call that reaches it (None: in the loop)
+    calls: list[tuple[cst.Call, cst.Call | None]] = field(default_factory=list)
 
 
 class _LoopFinder(Walker):
-    def __init__(self, imports: ImportTable, functions: frozenset[str]) -> None:
+    def __init__(self, imports: ImportTable, functions: frozenset[str], helpers: dict[_Key, list[cst.Call]]) -> None:
         self.imports = imports
         self.functions = functions
+        self.helpers = helpers
         self.loops: list[_Loop | None] = [None]
-        self.found: list[tuple[cst.Call, cst.Call]] = []
+        self.classes: list[str] = []
+        self.found: list[tuple[cst.Call, cst.Call, cst.Call | None]] = []
 
     def _enter_loop(self, node) -> None:
         self.loops.append(_Loop())
@@ -139,7 +278,7 @@ class _LoopFinder(Walker):
     def _leave_loop(self, node) -> None:
         loop = self.loops.pop()
         if loop is not None and loop.step is not None:
-            self.found.extend((call, loop.step) for call in loop.calls)
+            self.found.extend((call, loop.step, through) for call, through in loop.calls)
 
     visit_For = visit_While = _enter_loop
     leave_For = leave_While = _leave_loop
@@ -150,8 +289,16 @@ class _LoopFinder(Walker):
     def _leave_barrier(self, node) -> None:
         self.loops.pop()
 
-    visit_FunctionDef = visit_Lambda = visit_ClassDef = _barrier
-    leave_FunctionDef = leave_Lambda = leave_ClassDef = _leave_barrier
+    visit_FunctionDef = visit_Lambda = _barrier
+    leave_FunctionDef = leave_Lambda = _leave_barrier
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.append(node.name.value)
+        self._barrier(node)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.pop()
+        self._leave_barrier(node)
 
     def _enter_condition(self, node) -> None:
         if self.loops[-1] is not None:
@@ -170,9 +317,11 @@ class _LoopFinder(Walker):
             return
         if self.imports.qualify(node.func) in self.functions:
             if not loop.conditional:
-                loop.calls.append(node)
+                loop.calls.append((node, None))
         elif loop.step is None and _is_training_step(node):
             loop.step = node
+        elif not loop.conditional and (callee := _callee(node, self.classes[-1] if self.classes else "")):
+            loop.calls.extend((call, node) for call in self.helpers.get(callee, ()))
 
 
 def _is_training_step(call: cst.Call) -> bool:
