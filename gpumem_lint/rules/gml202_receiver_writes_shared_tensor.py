@@ -1,5 +1,7 @@
 from collections.abc import Iterator
 
+import libcst as cst
+
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.fixes import Applicability
@@ -10,8 +12,10 @@ from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import Receiver
 from gpumem_lint.semantic.devices import moved_to_cuda
+from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.processes import PROCESS_CROSSING
 from gpumem_lint.semantic.values import Write
+from gpumem_lint.semantic.walk import Walker
 
 #: Writes that train a received model (`optimizer.step()`, `train_one_epoch(model)`).
 _TRAINING_OPS = frozenset({"step()", "training call"})
@@ -43,7 +47,8 @@ class ReceiverWritesSharedTensor(Rule):
 
     Mutation is taken as the function's job, and not reported, when its name ends with `_`,
     when its docstring says "in place" or "shared memory", when the parent made the
-    tensor shareable on purpose (`share_memory_()`, see GML208), and when the parent hands over
+    tensor shareable on purpose (`share_memory_()`, see GML208; also an object that hands itself
+    over, `args=(self,)`, from a class whose methods share its tensors), and when the parent hands over
     memory nothing has written yet (`torch.empty(n)`, F35): a result buffer for the child to fill,
     holding no values of the parent's to overwrite.
 
@@ -158,6 +163,25 @@ def main():
     p = mp.get_context("fork").Process(target=child, args=(t,))
     p.start()
     p.join()
+""",
+        """
+import torch
+import torch.multiprocessing as mp
+
+def update(model, grads):
+    model.weight.data.add_(grads.get())
+
+class Embeddings(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(8))
+
+    def share_memory(self):
+        self.weight.share_memory_()
+
+    def start_updater(self, grads):
+        self.updater = mp.Process(target=update, args=(self, grads))
+        self.updater.start()
 """,
     )
     INVALID = (
@@ -291,6 +315,7 @@ def main():
             if receiver is None or _mutation_is_the_point(receiver):
                 continue
             shared = sender.processes.shared_on_purpose
+            own_class_shares = _class_shares_memory(ctx, sender)
             moved = moved_to_cuda(receiver.facts.scope.node, evidence.names, ctx.semantic.imports)
             writes: dict[str, list[Write]] = {}
             for write in receiver.facts.writes:
@@ -302,6 +327,8 @@ def main():
                 values = [receiver.received[name] for name in names]
                 if any(h.storage.related(s) for value in values for h in value.handles for s in shared):
                     continue
+                if own_class_shares and any(_is_self(value) for value in values):
+                    continue  # the object hands itself over, its tensors shared on purpose (Hogwild)
                 if all(h.storage in crossing.blank for value in values for h in value.handles):
                     continue  # a `torch.empty` buffer for the child to fill: it holds nothing of the parent's
                 if not (
@@ -331,6 +358,33 @@ def main():
                     f"over: {_where_shared(model, crossing)}this changes the parent's shared tensor{others}",
                     fix=unshared_write(ctx, write),
                 )
+
+
+def _is_self(value) -> bool:
+    return any(s.label == "self" for h in value.handles for s in h.storage.lineage())
+
+
+def _class_shares_memory(ctx: FileContext, sender) -> bool:
+    """Whether the sender is a method of a class that puts its own tensors in shared memory in one of
+    its methods (`self.weight.share_memory_()`, `self.share_memory()`)."""
+    name = sender.scope.class_name
+    for statement in ctx.module.body if name is not None else ():
+        if isinstance(statement, cst.ClassDef) and statement.name.value == name:
+            calls = _SelfSharing()
+            calls.walk(statement.body)
+            return calls.found
+    return False
+
+
+class _SelfSharing(Walker):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("share_memory_", "share_memory"):
+            owner = dotted_name(func.value)
+            self.found |= owner is not None and (owner == "self" or owner.startswith("self."))
 
 
 def _where_shared(model, crossing) -> str:
