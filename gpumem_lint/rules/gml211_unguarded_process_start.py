@@ -31,6 +31,9 @@ class UnguardedProcessStart(Rule):
     ([docs/facts.md](../docs/facts.md) F19). Scripts written for fork break the day the
     start method changes — for instance when they move to Python 3.14.
 
+    A notebook is not reported: its cells run in the kernel's `__main__`, which has no file, so a
+    child imports nothing again and no launch re-runs (a `__main__` guard would change nothing there).
+
     ## Example
     ```python
     def train(rank):
@@ -172,6 +175,8 @@ if __name__ == "__main__":
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
+        if ctx.path.endswith(".ipynb"):
+            return  # a notebook runs in the kernel's `__main__`, which has no file a child could import again
         model = process_model(ctx)
         guarded = _guarded_nodes(ctx.module)
         reported = set()
