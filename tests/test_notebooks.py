@@ -191,3 +191,12 @@ def test_cells_map_rows_both_ways():
     assert document.text == "a = 1\nb = 2\nc = 3\n"
     assert [(cell.number, row) for cell, row in map(document.cell_at, (1, 2, 3))] == [(2, 1), (2, 2), (4, 1)]
     assert document.first_row(4) == 3
+
+
+def test_a_top_level_launch_in_a_notebook_is_not_an_unguarded_start(capsys, tmp_path):
+    # The cells run in the kernel's `__main__`, which has no file for a spawn child to import again.
+    launch = "import multiprocessing as mp\n\ndef child(x):\n    return x\n\nwith mp.Pool(2) as pool:\n    pool.map(child, [1])\n"
+    write(tmp_path / "prepare.ipynb", notebook(launch))
+    (tmp_path / "prepare.py").write_text(launch)
+    _, out, _ = run(capsys, "--select", "GML211", "--output-format", "concise", ".")
+    assert [line.split(":")[0] for line in out.splitlines() if "GML211" in line] == ["prepare.py"]

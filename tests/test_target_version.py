@@ -5,7 +5,6 @@ Windows start with spawn on every version."""
 from __future__ import annotations
 
 import inspect
-import json
 import multiprocessing.context
 import re
 from pathlib import Path
@@ -145,19 +144,3 @@ def test_every_start_method_rule_follows_the_target(tmp_path, code, target):
         assert not messages, messages
     else:
         assert len(messages) == 1 and expected in messages[0], messages
-
-
-def test_a_notebooks_top_level_launch_is_not_an_unguarded_start(tmp_path):
-    # A notebook's cells run in the kernel's `__main__`, which has no file for a child to import again.
-    source = "import multiprocessing as mp\n\ndef child(x):\n    return x\n\nwith mp.Pool(2) as pool:\n    pool.map(child, [1])\n"
-    notebook = {
-        "cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": source}],
-        "metadata": {"language_info": {"name": "python"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    for name, text in (("run.ipynb", json.dumps(notebook)), ("run.py", source)):
-        path = tmp_path / name
-        path.write_text(text)
-        codes = [d.code for d in lint_path(path, str(path), ALL_RULES)]
-        assert ("GML211" in codes) == (name == "run.py"), (name, codes)
