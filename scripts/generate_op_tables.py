@@ -168,6 +168,11 @@ def build_tables() -> dict:
         # In-place methods with an out-of-place twin (`mul_` -> `mul`; `zero_` has none): what a fix may call.
         "inplace_methods_with_twin": [n for n in _public(torch.Tensor, inplace) if hasattr(torch.Tensor, n[:-1])],
         "inplace_view_methods": _public(torch.Tensor, by_kind["inplace_view"]),
+        # Those whose out-of-place twin is a view op (`squeeze_` -> `squeeze`): the new layout, the tensor
+        # unchanged (`resize_` has none: `Tensor.resize` is a deprecated Python function, not an op).
+        "inplace_view_methods_with_twin": [
+            n for n in _public(torch.Tensor, by_kind["inplace_view"]) if n[:-1] in by_kind["view"]
+        ],
         "inplace_functions": _public(torch, inplace),
         "inplace_functions_with_twin": [n for n in _public(torch, inplace) if callable(getattr(torch, n[:-1], None))],
         "inplace_view_functions": _public(torch, by_kind["inplace_view"]),

@@ -41,6 +41,10 @@ def out_of_place(ctx: FileContext, node: cst.CSTNode, *, item: bool = False) -> 
     elif isinstance(node, cst.Call) and (functional := _without_inplace(node)) is not None:
         target, new = functional
         code = f"{target} = {_render(new)}" if _is_statement(ctx, node) else _render(new)
+    elif isinstance(node, cst.Call) and (value := _out_of_place_value(ctx, node)) is not None and not _is_statement(
+        ctx, node
+    ):
+        code = _render(value)
     else:
         return None
     return Fix((replace(node, code),), Applicability.UNSAFE, f"Write out of place: `{code}`")
@@ -60,6 +64,21 @@ def _out_of_place_chain(ctx: FileContext, call: cst.Call) -> tuple[str, cst.Call
     if isinstance(func.value, cst.Call) and (inner := _out_of_place_chain(ctx, func.value)) is not None:
         return inner[0], call.with_changes(func=new_func.with_changes(value=inner[1]))
     return None
+
+
+def _out_of_place_value(ctx: FileContext, call: cst.Call) -> cst.Call | None:
+    """`states[0].squeeze_(0)` whose result is used -> `states[0].squeeze(0)`: the same value, without
+    writing the receiver; a module's function by its own twin (`torch.sigmoid_(q)` -> `torch.sigmoid(q)`)."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and ctx.semantic.imports.qualify(func.value) is not None:
+        function = _out_of_place_function(ctx, call)
+        return None if function is None else function[1]
+    if not isinstance(func, cst.Attribute) or func.attr.value not in _methods_with_twin():
+        return None
+    new_func = func.with_changes(attr=cst.Name(func.attr.value[:-1]))
+    if isinstance(func.value, cst.Call) and (inner := _out_of_place_value(ctx, func.value)) is not None:
+        return call.with_changes(func=new_func.with_changes(value=inner))
+    return call.with_changes(func=new_func)
 
 
 def _out_of_place_function(ctx: FileContext, call: cst.Call) -> tuple[str, cst.Call] | None:
@@ -103,7 +122,8 @@ def _render(node: cst.CSTNode) -> str:
 
 @cache
 def _methods_with_twin() -> frozenset[str]:
-    return frozenset(_ops()["inplace_methods_with_twin"])
+    """In-place methods whose out-of-place twin exists: of values (`mul_`) and of layout (`squeeze_`)."""
+    return frozenset(_ops()["inplace_methods_with_twin"]) | frozenset(_ops()["inplace_view_methods_with_twin"])
 
 
 @cache

@@ -50,9 +50,10 @@ class InplaceWriteOnMultiOutputView(Rule):
     ```
 
     ## Fix safety
-    The fix writes out of place (`q = q * scale`, `first = first.sigmoid()`), or, for a
-    write that has no out-of-place form (`k.t_()`, `q[0] = 0`), writes a copy made just
-    before it (`k = k.clone()`). It is unsafe: the split tensor no longer sees the write,
+    The fix writes out of place (`q = q * scale`, `first = first.sigmoid()`, `k = k.t()`
+    for `k.t_()`, `first = states[0].squeeze(0)` where the write's result is used), or,
+    for a write that has no out-of-place form (`q[0] = 0`), writes a copy made just
+    before it (`q = q.clone()`). It is unsafe: the split tensor no longer sees the write,
     which is what a loop such as `for row in x: row.clamp_(0)` meant to change.
 
     ## References
@@ -118,6 +119,34 @@ class StackedCells(nn.Module):
         return x + first
 """,
             (7,),
+            fixed="""
+import torch.nn as nn
+
+class StackedCells(nn.Module):
+    def forward(self, x, hx):
+        states = hx.split(1, dim=0)
+        first = states[0].squeeze(0)
+        return x + first
+""",
+        ),
+        Invalid(
+            """
+import torch
+
+w = torch.randn(3, 3, requires_grad=True)
+q, k = (torch.randn(2, 3) @ w).chunk(2, dim=0)
+gate = torch.sigmoid_(q)
+(gate * k).sum().backward()
+""",
+            (6,),
+            fixed="""
+import torch
+
+w = torch.randn(3, 3, requires_grad=True)
+q, k = (torch.randn(2, 3) @ w).chunk(2, dim=0)
+gate = torch.sigmoid(q)
+(gate * k).sum().backward()
+""",
         ),
         Invalid(
             """
@@ -228,8 +257,7 @@ import torch
 
 w = torch.randn(4, 4, requires_grad=True)
 q, k = (torch.randn(2, 4) @ w).chunk(2, dim=1)
-k = k.clone()
-k.t_()
+k = k.t()
 (q @ k).sum().backward()
 """,
         ),
@@ -276,6 +304,65 @@ def overlay(batch, heat):
 x = as_input(torch.rand(3, 4, 4))
 print(overlay(x, torch.rand(4, 4)).shape)
 """,
+        ),
+        # a transform object's `__call__`, given a tensor that requires grad by a function of the file
+        Invalid(
+            """
+import torch
+
+
+class Denormalize:
+    def __init__(self, mean, std):
+        self.mean, self.std = mean, std
+
+    def __call__(self, images):
+        for plane, m, s in zip(images, self.mean, self.std):
+            plane.mul_(s).add_(m)
+        return images
+
+
+denormalize = Denormalize([0.5] * 3, [0.2] * 3)
+
+
+def attack(image, model):
+    image = image.clone().requires_grad_(True)
+    shown = denormalize(image * 1.0)
+    loss = model(shown.unsqueeze(0)).sum()
+    loss.backward()
+    return image.grad
+
+
+print(tuple(attack(torch.rand(3, 4, 4), torch.nn.Conv2d(3, 1, 1)).shape))
+""",
+            (11,),
+            fixed="""
+import torch
+
+
+class Denormalize:
+    def __init__(self, mean, std):
+        self.mean, self.std = mean, std
+
+    def __call__(self, images):
+        for plane, m, s in zip(images, self.mean, self.std):
+            plane = plane.mul(s).add(m)
+        return images
+
+
+denormalize = Denormalize([0.5] * 3, [0.2] * 3)
+
+
+def attack(image, model):
+    image = image.clone().requires_grad_(True)
+    shown = denormalize(image * 1.0)
+    loss = model(shown.unsqueeze(0)).sum()
+    loss.backward()
+    return image.grad
+
+
+print(tuple(attack(torch.rand(3, 4, 4), torch.nn.Conv2d(3, 1, 1)).shape))
+""",
+            prints="(3, 4, 4)",
         ),
     )
 
