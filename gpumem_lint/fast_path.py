@@ -67,19 +67,38 @@ _WORD_AFTER = re.compile(r"\s*(\w+)")
 #: Where a statement holds statements, in source order (`handlers` and `cases` hold clauses with a body).
 _BLOCKS = ("body", "handlers", "cases", "orelse", "finalbody")
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
+#: What calling an object of a class runs (semantic/class_facts.py `called_method`).
+_CALLED_METHODS = ("__call__", "forward")
 _IMPORT = (ast.Import, ast.ImportFrom)
 
 
-def _passes_parameter_to(function: ast.FunctionDef | ast.AsyncFunctionDef, callees: set[str]) -> bool:
-    """Whether `function` calls one of `callees` with one of its own parameters (`f(t)` in `def g(t)`)."""
+def _passes_own_value_to(function: ast.FunctionDef | ast.AsyncFunctionDef, callees: set[str]) -> bool:
+    """Whether `function` calls one of `callees` with a value of its own: a parameter or a local
+    made from one (`f(t)`, `norm(resized)` in `def g(t)`), not only globals and constants."""
     arguments = function.args
-    params = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    own = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    calls = []
     for node in ast.walk(function):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in callees:
-            values = [*node.args, *(keyword.value for keyword in node.keywords)]
-            if any(isinstance(value, ast.Name) and value.id in params for value in values):
-                return True
-    return False
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            own.add(node.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in callees:
+            calls.append(node)
+    return any(
+        isinstance(name, ast.Name) and name.id in own
+        for call in calls
+        for value in (*call.args, *(keyword.value for keyword in call.keywords))
+        for name in ast.walk(value)
+    )
+
+
+def _binds_object(node: ast.stmt, classes: set[str]) -> bool:
+    """`norm = Normalize(...)` for one of `classes`."""
+    return (
+        isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id in classes
+    )
 
 
 def cpython_tree(text: str) -> ast.Module | None:
@@ -382,8 +401,9 @@ class _Reducer:
                 unit.node.name
                 for unit in self.units
                 if unit.is_function and unit.kept and unit.node.name not in followed
-                and (depth == 0 or _passes_parameter_to(unit.node, followed))
+                and (depth == 0 or _passes_own_value_to(unit.node, followed))
             }
+            names |= self._called_objects() - followed
             if self.body_kept and depth == 0:  # functions defined under a module-level `if` or `try`
                 for unit in self.units:
                     if unit.is_statement:
@@ -398,6 +418,29 @@ class _Reducer:
                         scope.kept = True
                 self._settle(unit)
             self._keep_whole_body()
+
+    def _called_objects(self) -> set[str]:
+        """Module-level names bound to an object of a class whose `__call__` or `forward` is kept
+        (`norm = Normalize(...)`): calling `norm` runs that method. The binding statements are kept,
+        since they say what the name holds (semantic/class_facts.py `instances`)."""
+        classes = {
+            unit.node.name
+            for unit in self.units
+            if unit.is_class
+            and (
+                (unit.kept and not unit.members)
+                or any(m.kept and m.is_function and m.node.name in _CALLED_METHODS for m in unit.members)
+            )
+        }
+        bound: set[str] = set()
+        for unit in self.units:
+            if not (classes and unit.is_statement):
+                continue
+            for node in unit.nodes:
+                if _binds_object(node, classes):
+                    bound.update(target.id for target in node.targets if isinstance(target, ast.Name))
+                    unit.kept = True
+        return bound
 
     def _keep_whole_body(self) -> None:
         """The module's statements are one flow: all of them, and the class-level ones, or none."""

@@ -12,6 +12,7 @@ from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.literals import called_name
+from gpumem_lint.semantic.model import called_key
 from gpumem_lint.semantic.scopes import Scope
 from gpumem_lint.semantic.values import Write
 from gpumem_lint.semantic.write_triggers import WRITES
@@ -22,9 +23,10 @@ class InplaceWriteOnArgument(Rule):
     ## What it does
     Flags an in-place write to a tensor the caller passed in — `x += self.bias`,
     `x.relu_()`, `F.relu(x, inplace=True)`, an `nn.ReLU(inplace=True)` applied to the
-    input, `x[mask] = 0` — in a module's `forward`, or in a plain function that returns a
-    value and that a caller in the same module passes a tensor it reads again afterwards,
-    when nothing says that mutating the argument is the function's job. A function that
+    input, `x[mask] = 0` — in a module's `forward`, or in a plain function (or the
+    `__call__` of a class, such as a transform: `norm(x)` runs `Normalize.__call__`) that
+    returns a value and that a caller in the same module passes a tensor it reads again
+    afterwards, when nothing says that mutating the argument is the function's job. A function that
     writes its argument and returns nothing (`check_audio(clip)`) is an in-place
     procedure: its callers read the argument for its result. A `forward` that only applies
     an in-place layer to its input (`return self.act(x)`) is an activation layer itself, and
@@ -43,7 +45,7 @@ class InplaceWriteOnArgument(Rule):
     parameter (default `None`) that the function fills and returns: an output buffer. A plain
     function's write is reported only at a call that passes that parameter: one left at its
     default (`scratch=None`, allocated by the function) is memory no caller sees. Methods other than
-    `forward` are not checked: updating state is what they are for.
+    `forward` and `__call__` are not checked: updating state is what they are for.
 
     ## Known problems
     Whether mutation is a function's job is partly read from its spelling, in
@@ -254,6 +256,24 @@ class Block(nn.Module):
         out = self.act(out)
         return out + x
 """,
+        # a transform object: `standardize(x)` runs `Standardize.__call__`, and this caller rebinds
+        """
+import torch
+
+
+class Standardize:
+    def __init__(self, mean, std):
+        self.mean, self.std = mean, std
+
+    def __call__(self, x):
+        x.sub_(self.mean).div_(self.std)
+        return x
+
+
+standardize = Standardize(0.5, 0.25)
+batch = standardize(torch.rand(4, 3))
+print(batch.shape)
+""",
     )
     INVALID = (
         Invalid(
@@ -435,6 +455,88 @@ print(Block()(x).tolist(), x.tolist())
 """,
             prints="[[-1.0, 4.0]] [[-1.0, 2.0]]",
         ),
+        Invalid(
+            """
+import torch
+
+
+class Standardize:
+    def __init__(self, mean, std):
+        self.mean, self.std = mean, std
+
+    def __call__(self, x):
+        x.sub_(self.mean).div_(self.std)
+        return x
+
+
+standardize = Standardize(0.5, 0.25)
+batch = torch.linspace(0, 1, 12).reshape(4, 3)
+inputs = standardize(batch)
+print(round((inputs - batch).abs().max().item(), 3))
+""",
+            (10,),
+            fixed="""
+import torch
+
+
+class Standardize:
+    def __init__(self, mean, std):
+        self.mean, self.std = mean, std
+
+    def __call__(self, x):
+        x = x.sub(self.mean).div(self.std)
+        return x
+
+
+standardize = Standardize(0.5, 0.25)
+batch = torch.linspace(0, 1, 12).reshape(4, 3)
+inputs = standardize(batch)
+print(round((inputs - batch).abs().max().item(), 3))
+""",
+            prints="2.0",
+        ),
+        # reported at the child's write only, not again at the parent's `self.shift(x)`
+        Invalid(
+            """
+import torch.nn as nn
+
+
+class Shift(nn.Module):
+    def forward(self, x):
+        x.add_(1.0)
+        return x
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.shift = Shift()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(self.shift(x)).relu_()
+""",
+            (7,),
+            fixed="""
+import torch.nn as nn
+
+
+class Shift(nn.Module):
+    def forward(self, x):
+        x = x.add(1.0)
+        return x
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.shift = Shift()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(self.shift(x)).relu_()
+""",
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
@@ -448,6 +550,8 @@ print(Block()(x).tolist(), x.tolist())
                 if heuristics().output_parameter.search(name) or facts.is_output_buffer(write):
                     continue
                 if scope.name == "forward" and scope.is_method:
+                    if write.callee is not None:
+                        continue  # `self.block(x)`: reported at the write, in `Block.forward`
                     if write.op == "inplace module" and not _read_after(facts, write):
                         continue  # an activation layer: like `nn.ReLU(inplace=True)`, its callers decide
                     yield Report(
@@ -456,8 +560,8 @@ print(Block()(x).tolist(), x.tolist())
                         "new values, and autograd raises if it is a leaf that requires grad",
                         fix=unshared_write(ctx, write),
                     )
-                elif (scope.name, name) in confirmed and facts.returns_value:
-                    call, read = confirmed[scope.name, name]
+                elif (called_key(scope), name) in confirmed and facts.returns_value:
+                    call, read = confirmed[called_key(scope), name]
                     yield Report(
                         write.node,
                         f"{write_text(ctx, write)} writes the caller's tensor `{name}` in place: "
@@ -505,7 +609,7 @@ def _prepared(facts: ScopeFacts, call: Write) -> bool:
 def _checked(scope: Scope) -> bool:
     if not scope.is_function or scope.no_grad:
         return False
-    if scope.is_method and scope.name != "forward":
+    if scope.is_method and scope.name not in ("forward", "__call__"):
         return False
     if scope.mentions_inplace or any(_announces_mutation(name) for name in (*scope.enclosing, scope.name)):
         return False
@@ -513,4 +617,7 @@ def _checked(scope: Scope) -> bool:
 
 
 def _announces_mutation(name: str) -> bool:
-    return name.endswith("_") or any(word in heuristics().mutating_function_words for word in name.lower().split("_"))
+    # `add_` says it mutates; a dunder (`__call__`) says nothing
+    if name.endswith("_") and not name.endswith("__"):
+        return True
+    return any(word in heuristics().mutating_function_words for word in name.lower().split("_"))

@@ -26,7 +26,8 @@ _BACKWARD_FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad
 
 @dataclass(frozen=True)
 class Mutator:
-    """A same-module function that writes some of its tensor parameters in place."""
+    """A same-module function (or the method calling an object runs) that writes some of its
+    tensor parameters in place."""
 
     name: str
     params: tuple[str, ...]
@@ -64,6 +65,9 @@ class CallSemantics:
             self._save_inplace_layer(node, layers[0].module, args[0], state)
             return args[0]
         qualified = self.imports.qualify_name(name) if name is not None else None
+        method = self._called_method(name, callee)
+        if method is not None:
+            self._call_object(method, node, args, state)
         self._note_release_call(node, qualified, state)
         result = self._call_result(node, func, name, qualified, receiver, args, state)
         self._mark_blank(node, qualified, result)
@@ -121,7 +125,39 @@ class CallSemantics:
             return self._optimizer(node, args)
         if (None, name) in self.returns:
             return self._summarised_result(self.returns[None, name], node, args, skip=0)
-        return Value(frozenset({self._fresh(node, "", EMPTY)}))
+        made = self._fresh(node, "", EMPTY)
+        classes = self.scope.classes
+        if type(func) is cst.Name and classes is not None and classes.called_method(func.value) == "__call__":
+            made.instance = func.value  # `norm = Normalize(mean, std)`: `norm(x)` runs `Normalize.__call__`
+        return Value(frozenset({made}))
+
+    def _called_method(self, name: str | None, callee: Value | None) -> str | None:
+        """`Normalize.__call__` for `norm(x)`, `Block.forward` for `self.block(x)`: the method of a
+        class of this file that calling the object runs, when every binding agrees."""
+        classes = self.scope.classes
+        if classes is None:
+            return None
+        handles = callee.handles if callee is not None else frozenset()
+        owners = {h.instance or h.module for h in handles}
+        if name is not None and "." not in name and all(h.storage.origin == "external" for h in handles):
+            owners = {classes.instances.get(name)}  # a global: bound at module level
+        if len(owners) != 1:
+            return None
+        (owner,) = owners
+        method = classes.called_method(owner) if owner is not None else None
+        return f"{owner}.{method}" if method is not None else None
+
+    def _call_object(self, method: str, node: cst.Call, args: list[Value], state: State) -> None:
+        """What the method receives (after `self`), and the arguments it writes."""
+        self.object_calls.add(method)
+        if not self._no_grad:
+            self.outgoing.setdefault(method, []).extend(
+                (arg.keyword.value if arg.keyword is not None else position + 1, value)
+                for position, (arg, value) in enumerate(zip(node.args, args))
+                if not arg.star
+            )
+        if method in self.mutators:
+            self._write_mutated_arguments(self.mutators[method], node, args, state, skip=1)
 
     def _summarised_result(self, summary: Returns, node: cst.Call, args: list[Value], skip: int) -> Value:
         """`make_mask(n)`, `split_heads(x)`: what the function returns, made at the call."""
@@ -326,8 +362,11 @@ class CallSemantics:
                     handle.storage.blank = True
                     self._filled.discard(handle.storage)  # run again by a loop: new memory
 
-    def _write_mutated_arguments(self, mutator: Mutator, node: cst.Call, args: list[Value], state: State) -> None:
-        for position, (arg, value) in enumerate(zip(node.args, args)):
+    def _write_mutated_arguments(
+        self, mutator: Mutator, node: cst.Call, args: list[Value], state: State, skip: int = 0
+    ) -> None:
+        """`skip` leading parameters are bound already: a method's `self`."""
+        for position, (arg, value) in enumerate(zip(node.args, args), start=skip):
             if arg.star:
                 return
             name = (

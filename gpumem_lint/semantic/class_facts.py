@@ -51,6 +51,18 @@ class ClassTable:
 
     def __init__(self, classes: dict[str, ClassFacts]) -> None:
         self._classes = classes
+        #: Module-level names bound once, to an object of a class of this file (`norm = Normalize(...)`).
+        self.instances: dict[str, str] = {}
+
+    def defines(self, name: str) -> bool:
+        return name in self._classes
+
+    def called_method(self, name: str) -> str | None:
+        """The method that calling an object of class `name` of this file runs: `forward` for an
+        nn.Module, `__call__` otherwise."""
+        if name not in self._classes:
+            return None
+        return "forward" if self.is_module_class(name) else "__call__"
 
     def is_module_class(self, name: str) -> bool:
         """A class of this file that derives from `nn.Module`, directly or through others here."""

@@ -81,6 +81,7 @@ class ScopeFacts:
     overlaps: list[Overlap] = field(default_factory=list)  # writes reading memory they write
     retained: list[Retained] = field(default_factory=list)  # deleted, still referenced, at empty_cache()
     outgoing: dict[str, list[tuple[int | str, Value]]] = field(default_factory=dict)  # calls to bare names
+    object_calls: set[str] = field(default_factory=set)  # `Normalize.__call__`, `Block.forward`: run by calls
     called_by_training: bool = False  # a caller that calls backward() passes it a tensor requiring grad
     returned: frozenset[Storage] = frozenset()  # the memory of what the function returns
     returns_value: bool = False  # some `return` gives a value other than None
@@ -133,6 +134,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self.passed = passed or {}  # what this file's callers pass for each parameter
         self.returns = returns or {}  # what this file's functions return (summaries.py)
         self.outgoing: dict[str, list[tuple[int | str, Value]]] = {}  # arguments of calls to bare names
+        self.object_calls: set[str] = set()  # `Normalize.__call__`: methods run by calling an object
         self.k: Knowledge = knowledge()
         self.writes: dict[tuple[int, int], Write] = {}
         self.layout_writes: dict[tuple[int, int], Write] = {}
@@ -210,6 +212,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 (handle.grad for value in self._return_values for handle in value.handles), default=Grad.UNKNOWN
             ),
             outgoing=self.outgoing,
+            object_calls=self.object_calls,
             called_by_training=any(passed.training for passed in self.passed.values()),
         )
 

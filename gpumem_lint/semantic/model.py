@@ -36,7 +36,10 @@ class SemanticModel:
             # the function returns.
             facts = [
                 ScopeAnalyzer(f.scope, collector.imports, mutators, passed.get(id(f.scope)), returns).run()
-                if f.scope.calls & mutators.keys() or id(f.scope) in passed or _calls_summarised(f.scope, returns)
+                if f.scope.calls & mutators.keys()
+                or f.object_calls & mutators.keys()
+                or id(f.scope) in passed
+                or _calls_summarised(f.scope, returns)
                 else f
                 for f in facts
             ]
@@ -64,9 +67,7 @@ class SemanticModel:
 def _passed(facts: list[ScopeFacts]) -> dict[int, dict[str, Passed]]:
     """For each module-level function (by id of its scope), the parameters its callers in this file
     pass a tensor that (may) require grad, joined over the calls."""
-    functions = {
-        f.scope.name: f.scope for f in facts if f.scope.is_function and not f.scope.is_method and not f.scope.enclosing
-    }
+    functions = {key: f.scope for f in facts if (key := called_key(f.scope)) is not None}
     found: dict[int, dict[str, Passed]] = {}
     for caller in facts:
         for name, arguments in caller.outgoing.items():
@@ -103,14 +104,29 @@ def _calls_summarised(scope: Scope, returns: dict[SummaryKey, Returns]) -> bool:
     )
 
 
+def called_key(scope: Scope) -> str | None:
+    """How calls name a function of this file: `helper` for a module-level function, and
+    `Normalize.__call__` / `Block.forward` for the method that calling an object runs."""
+    if not scope.is_function or scope.enclosing:
+        return None
+    if not scope.is_method:
+        return scope.name
+    classes = scope.classes
+    if classes is not None and classes.called_method(scope.class_name) == scope.name:
+        return f"{scope.class_name}.{scope.name}"
+    return None
+
+
 def _mutators(facts: list[ScopeFacts]) -> dict[str, Mutator]:
-    """Module-level functions that write a tensor parameter in place."""
+    """Module-level functions, and the methods that calling an object runs, that write a tensor
+    parameter in place."""
     found: dict[str, Mutator] = {}
     for fact in facts:
         scope = fact.scope
-        if not scope.is_function or scope.is_method or scope.enclosing or scope.mentions_inplace:
+        key = called_key(scope)
+        if key is None or scope.mentions_inplace:
             continue  # an `inplace` flag makes the mutation the caller's choice
         mutated, if_tensor = fact.mutated_params(), fact.mutated_params(evidence_needed=False)
         if if_tensor:
-            found[scope.name] = Mutator(scope.name, tuple(scope.all_params), mutated, if_tensor - mutated)
+            found[key] = Mutator(key, tuple(scope.all_params), mutated, if_tensor - mutated)
     return found

@@ -72,6 +72,7 @@ class ScopeCollector(Walker):
         self._multi_view_methods = knowledge().multi_view_methods
         self._class_facts = ClassFactsBuilder(self.imports)
         self._freezes = False
+        self._module_bindings: dict[str, str | None] = {}  # module-level name -> the class it is bound to an object of
 
     def visit_Import(self, node: cst.Import) -> None:
         self.imports.add(node)
@@ -158,6 +159,8 @@ class ScopeCollector(Walker):
             for t in node.targets
         ):
             self._freezes = True
+        if len(self._functions) == 1 and self._classes[-1] is None:
+            self._bind_module_names(node)
         owner = self._method_owner()
         if owner is None:
             return
@@ -176,6 +179,16 @@ class ScopeCollector(Walker):
         owner = self._method_owner()
         if owner is not None:
             self._assign_attribute(owner, node.target, None)
+
+    def _bind_module_names(self, node: cst.Assign) -> None:
+        """`norm = Normalize(...)` at module level: what `norm(x)` calls in every function. A name
+        bound twice is unknown."""
+        value = node.value
+        made = value.func.value if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) else None
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                name = target.target.value
+                self._module_bindings[name] = None if name in self._module_bindings else made
 
     def _assign_attribute(self, owner: _Class, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
@@ -200,6 +213,9 @@ class ScopeCollector(Walker):
     def finish(self) -> list[Scope]:
         inplace = knowledge().module_inplace_kwarg
         classes = self._class_facts.table()
+        classes.instances = {
+            name: made for name, made in self._module_bindings.items() if made is not None and classes.defines(made)
+        }
         for info in self._all_classes:
             for place, call in info.pending:
                 qualified = self.imports.qualify(call.func) or ""

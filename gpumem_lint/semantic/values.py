@@ -99,6 +99,7 @@ class Handle:
     grad: Grad = Grad.UNKNOWN
     leaf: bool = False  # a leaf of autograd's graph: a Parameter, a `requires_grad=True` factory
     module: str | None = None  # an nn.Module: its class ("torch.nn.Linear" or a class of this file)
+    instance: str | None = None  # an object of another class of this file (`Normalize(...)`): calling it runs `__call__`
     ndim: int | None = None  # the number of dimensions, where the constructor says
     layers: tuple[str | None, ...] = ()  # `nn.Sequential(nn.Linear(...), ...)`: each layer's module class
     elements: str | None = None  # a module list whose every layer is of this class
