@@ -7,7 +7,9 @@ from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._boundaries import module_cuda_names, module_datasets, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.datasets import WORKER_LOADER, self_attribute
-from gpumem_lint.semantic.devices import CudaUses, cuda_call, is_cuda_device
+from gpumem_lint.knowledge.devices import default_device
+from gpumem_lint.semantic.devices import CudaUses, cuda_call, default_cuda_setting, is_cuda_device
+from gpumem_lint.semantic.literals import keyword
 from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS
 from gpumem_lint.semantic.walk import Walker
 from gpumem_lint.semantic.worker_code import (
@@ -34,7 +36,14 @@ class CudaInDataloaderWorker(Rule):
       `__init__` directly or from a parameter its construction fills
       (`Features(rows, transform=Compose([Crop(), ToGpu()]))`);
     - a CUDA tensor held by the `TensorDataset` the loader loads (`TensorDataset(x.cuda(), y)`),
-      when the workers start with spawn or forkserver.
+      when the workers start with spawn or forkserver;
+    - a factory call without `device=` (`torch.tensor(row)`, `torch.zeros(n)`: `devices.toml`)
+      in a module that makes CUDA the default device (`torch.set_default_device("cuda")`,
+      `torch.set_default_tensor_type("torch.cuda.FloatTensor")`), when the workers fork: they
+      inherit the default device (F40).
+
+    `num_workers` counts also when it comes in a `**kwargs` dict literal of the module
+    (`kwargs = {"num_workers": 1} if use_cuda else {}`).
 
     Forked workers handed a dataset that holds CUDA tensors are GML203's.
 
@@ -172,6 +181,43 @@ class Noise(Dataset):
 
 loader = DataLoader(Noise(64, torch.device("cpu")), batch_size=8, num_workers=2)
 """,
+        """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Rows(Dataset):
+    def __getitem__(self, i):
+        return torch.zeros(3, device="cpu")
+
+def main():
+    torch.set_default_device("cuda")
+    return DataLoader(Rows(), batch_size=4, num_workers=2)
+""",
+        """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Rows(Dataset):
+    def __getitem__(self, i):
+        return torch.zeros(3)
+
+def main():
+    torch.set_default_device("cuda")  # not inherited by spawned workers
+    return DataLoader(Rows(), batch_size=4, num_workers=2, multiprocessing_context="spawn")
+""",
+        """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Rows(Dataset):
+    def __getitem__(self, i):
+        return torch.zeros(3)
+
+def main():
+    torch.set_default_device("cuda")
+    kwargs = {"num_workers": 0, "pin_memory": True}
+    return DataLoader(Rows(), batch_size=4, **kwargs)
+""",
     )
     INVALID = (
         Invalid(
@@ -205,6 +251,22 @@ def main():
     loader = DataLoader(Noise(64, device), batch_size=8, num_workers=2)
 """,
             (11,),
+        ),
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Rows(Dataset):
+    def __getitem__(self, i):
+        return torch.zeros(3)
+
+def main():
+    torch.set_default_tensor_type("torch.cuda.FloatTensor")
+    kwargs = {"num_workers": 2, "pin_memory": True}
+    return DataLoader(Rows(), batch_size=4, **kwargs)
+""",
+            (7,),
         ),
         Invalid(
             """
@@ -260,13 +322,17 @@ loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worke
         found = module_datasets(ctx)
         if not found.worker_loaders:
             return
-        yield from self._other_worker_code(ctx, found)
+        setting = default_cuda_setting(ctx.module, module_cuda_names(ctx), ctx.semantic.imports)
+        yield from self._other_worker_code(ctx, found, setting)
         names = module_cuda_names(ctx)
         for cls in found.classes.values():
             loaders = found.loaders_of(cls)
             if not loaders:
                 continue
-            calls = _WorkerCudaUses(names | _device_attributes(cls, found, names, ctx), ctx.semantic.imports)
+            spawned = all(_spawns(ctx, each.start_method) for each in loaders)
+            calls = _WorkerCudaUses(
+                names | _device_attributes(cls, found, names, ctx), ctx.semantic.imports, None if spawned else setting
+            )
             made = cuda_attributes(cls, names, ctx.semantic.imports)
             reads = _AttributeReads(made)
             for method in cls.worker_methods().values():
@@ -275,12 +341,15 @@ loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worke
             if not (calls.found or reads.found):
                 continue
             loader = loaders[0]
-            spawned = all(_spawns(ctx, each.start_method) for each in loaders)
             where = f"`DataLoader` at line {ctx.line(loader.node)}"
             if calls.found:
                 call = _first(ctx, calls.found)
                 consequence = _call_consequence(ctx, call, loader.node, spawned)
-                yield Report(call, f"`{ctx.code(call)}` runs in DataLoader worker processes ({where}): {consequence}")
+                yield Report(
+                    call,
+                    f"`{ctx.code(call)}` runs in DataLoader worker processes ({where}): "
+                    f"{calls.by_default_text(ctx, call)}{consequence}",
+                )
             elif reads.found and spawned:  # forked workers handed a CUDA tensor are GML203's
                 read = _first(ctx, reads.found)
                 yield Report(
@@ -289,20 +358,24 @@ loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worke
                     f"DataLoader worker processes ({where}): {_consequence(spawned)}",
                 )
 
-    def _other_worker_code(self, ctx: FileContext, found) -> Iterator[Report]:
+    def _other_worker_code(self, ctx: FileContext, found, setting: cst.Call | None) -> Iterator[Report]:
         """collate_fn, worker_init_fn and transforms, and the CUDA tensors a TensorDataset holds."""
         names, imports = module_cuda_names(ctx), ctx.semantic.imports
         reported: set[int] = set()
         for code in worker_code(found, ModuleCallables(ctx.module, imports, found.values)):
-            uses = _WorkerCudaUses(names, imports)
+            spawned = _spawns(ctx, code.loader.start_method)
+            uses = _WorkerCudaUses(names, imports, None if spawned else setting)
             uses.walk(code.body)
             if not uses.found or id(call := _first(ctx, uses.found)) in reported:
                 continue
             reported.add(id(call))
-            spawned = _spawns(ctx, code.loader.start_method)
             where = f"{code.role} `DataLoader` at line {ctx.line(code.loader.node)}"
             consequence = _call_consequence(ctx, call, code.loader.node, spawned)
-            yield Report(call, f"`{ctx.code(call)}` runs in DataLoader worker processes ({where}): {consequence}")
+            yield Report(
+                call,
+                f"`{ctx.code(call)}` runs in DataLoader worker processes ({where}): "
+                f"{uses.by_default_text(ctx, call)}{consequence}",
+            )
         for loader in found.worker_loaders:
             if not _spawns(ctx, loader.start_method):
                 continue  # forked workers handed a CUDA tensor are GML203's
@@ -355,12 +428,33 @@ def _pins(call: cst.Call) -> bool:
 
 
 class _WorkerCudaUses(CudaUses):
-    """CUDA uses, and `.pin_memory()`: pinning needs a CUDA context, which a forked worker cannot create."""
+    """CUDA uses, and `.pin_memory()`: pinning needs a CUDA context, which a forked worker cannot create.
+    With `default_cuda` (the module's `torch.set_default_device("cuda")`, inherited by forked workers,
+    F40), a factory call without `device=` (`torch.tensor(row)`) allocates on CUDA too."""
+
+    def __init__(self, names: set[str], imports, default_cuda: cst.Call | None = None) -> None:
+        super().__init__(names, imports)
+        self.default_cuda = default_cuda
+        self.by_default: set[int] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         super().visit_Call(node)
+        if any(found is node for found in self.found):
+            return
         if _pins(node):
             self.found.append(node)
+        elif (
+            self.default_cuda is not None
+            and self.imports.qualify(node.func) in default_device().factories
+            and keyword(node, "device") is None
+        ):
+            self.found.append(node)
+            self.by_default.add(id(node))
+
+    def by_default_text(self, ctx: FileContext, call: cst.Call) -> str:
+        if id(call) not in self.by_default:
+            return ""
+        return f"`{ctx.code(self.default_cuda.func)}(...)` (line {ctx.line(self.default_cuda)}) makes it allocate on CUDA; "
 
 
 def _consequence(spawned: bool) -> str:

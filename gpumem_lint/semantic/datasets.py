@@ -133,10 +133,11 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
         dataset = keyword(call, "dataset") or (
             call.args[0].value if call.args and call.args[0].keyword is None else None
         )
-        if _starts_workers(call):
+        starts = _starts_workers(call, collector.values)
+        if starts:
             worker_loaders.append(WorkerLoader(call, dataset, _context_method(call)))
         cls = _dataset_class(dataset, classes, instances)
-        if cls is not None and _starts_workers(call):
+        if cls is not None and starts:
             persistent = keyword(call, "persistent_workers")
             name = collector.loader_names.get(id(call))
             places = tuple(
@@ -255,17 +256,38 @@ def _dataset_class(node: cst.BaseExpression | None, classes: dict, instances: di
     return instances.get(name) if name is not None else None
 
 
-def _starts_workers(call: cst.Call) -> bool:
-    """`num_workers=4`, `num_workers=args.workers`: workers unless the literal 0 (or absent)."""
+def _starts_workers(call: cst.Call, values: dict[str, cst.BaseExpression]) -> bool:
+    """`num_workers=4`, `num_workers=args.workers`: workers unless the literal 0 (or absent); also
+    `**kwargs` of a dict literal the module assigns with such a `"num_workers"` (either side of an
+    `if`-expression: `{"num_workers": 1} if use_cuda else {}`)."""
     workers = keyword(call, "num_workers")
     if workers is None:
-        positional = [arg.value for arg in call.args if arg.keyword is None]
+        positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
         workers = (
             positional[5] if len(positional) > 5 else None
         )  # DataLoader(dataset, bs, shuffle, sampler, batch_sampler, num_workers)
     if workers is None:
-        return False
+        spread = [values.get(dotted_name(arg.value) or "") for arg in call.args if arg.star == "**"]
+        return any(_dict_starts_workers(value) for value in spread)
+    return _nonzero(workers)
+
+
+def _nonzero(workers: cst.BaseExpression) -> bool:
     return not (isinstance(workers, cst.Integer) and int(workers.value) == 0)
+
+
+def _dict_starts_workers(value: cst.BaseExpression | None) -> bool:
+    if isinstance(value, cst.IfExp):
+        return _dict_starts_workers(value.body) or _dict_starts_workers(value.orelse)
+    if not isinstance(value, cst.Dict):
+        return False
+    return any(
+        isinstance(element, cst.DictElement)
+        and isinstance(element.key, cst.SimpleString)
+        and element.key.evaluated_value == "num_workers"
+        and _nonzero(element.value)
+        for element in value.elements
+    )
 
 
 def _context_method(call: cst.Call) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gpumem_lint.knowledge.devices import default_device
 from gpumem_lint.knowledge.heuristics import heuristics
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.values import Handle
@@ -148,3 +149,31 @@ class CudaUses(Walker):
             self.found.append(node)
         if isinstance(node.func, cst.Name):
             self.called.add(node.func.value)
+
+
+def default_cuda_setting(module: cst.Module, names: set[str], imports: ImportTable) -> cst.Call | None:
+    """The first call in the module that makes CUDA the default device of the factories (devices.toml):
+    `torch.set_default_device("cuda")`, `torch.set_default_tensor_type("torch.cuda.FloatTensor")`."""
+    collector = _DefaultCuda(names, imports)
+    collector.walk(module)
+    return collector.found[0] if collector.found else None
+
+
+class _DefaultCuda(Walker):
+    def __init__(self, names: set[str], imports: ImportTable) -> None:
+        self.names = names
+        self.imports = imports
+        self.table = default_device()
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.imports.qualify(node.func)
+        first = node.args[0].value if node.args else None
+        if first is None:
+            return
+        if qualified in self.table.device_setters and is_cuda_device(first, self.names, self.imports):
+            self.found.append(node)
+        elif qualified in self.table.type_setters:
+            named = first.evaluated_value if isinstance(first, cst.SimpleString) else self.imports.qualify(first)
+            if isinstance(named, str) and named.startswith("torch.cuda."):
+                self.found.append(node)
