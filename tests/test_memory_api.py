@@ -34,6 +34,20 @@ def test_public_counterpart_exists_in_torch(public: str):
     assert callable(target)
 
 
+TWINS = json.loads((ROOT / "bench" / "gpu" / "public_twin_probe.json").read_text(encoding="utf-8"))["bindings"]
+
+
+@pytest.mark.parametrize("binding", sorted(API.same_call))
+def test_a_same_call_binding_returned_what_its_public_function_returns_on_the_gpu_machine(binding: str):
+    """F41: GML405's fix calls the table's public function with the binding's own arguments."""
+    assert TWINS[binding]["same"]
+    assert API.private_to_public[binding] == f"torch.cuda.{TWINS[binding]['public']}()"
+
+
+def test_bindings_measured_to_differ_are_not_same_call():
+    assert {name for name, row in TWINS.items() if not row["same"]} == set(TWINS) - API.same_call
+
+
 def test_integer_fraction_is_rejected_on_the_gpu_machine():
     assert PROBE["set_per_process_memory_fraction(1, 0)"].startswith("TypeError")
 

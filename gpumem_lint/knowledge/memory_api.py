@@ -21,6 +21,7 @@ class MemoryApi:
     device_switches: frozenset[str]
     allocator_swaps: frozenset[str]
     private_to_public: dict[str, str]
+    same_call: frozenset[str]  # bindings whose public function takes the same arguments, returns the same value
     deprecated_private: dict[str, str]  # a deprecated private function -> what it forwards to
     deprecated_instead: dict[str, str]  # ... -> what to do instead
     missing_hint: str
@@ -39,6 +40,7 @@ def memory_api() -> MemoryApi:
         device_switches=frozenset(data["fraction"]["device_switches"]),
         allocator_swaps=frozenset(data["allocator_swap"]["functions"]),
         private_to_public=dict(data["private_to_public"]),
+        same_call=frozenset(data["same_call"]["bindings"]),
         deprecated_private={name: row["forwards_to"] for name, row in data["deprecated_private"].items()},
         deprecated_instead={name: row["instead"] for name, row in data["deprecated_private"].items()},
         missing_hint=data["missing_hint"]["default"],

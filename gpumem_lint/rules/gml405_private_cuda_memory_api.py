@@ -8,7 +8,6 @@ from gpumem_lint.diagnostics import Applicability, Severity
 from gpumem_lint.fixes import Fix, replace
 from gpumem_lint.knowledge.memory_api import memory_api
 from gpumem_lint.rules._calls import qualified_calls
-from gpumem_lint.rules._out_of_place_fix import is_statement
 from gpumem_lint.rules._private_cuda import BINDING_MODULE, private_cuda_calls
 from gpumem_lint.rules.base import Invalid, Report, Rule
 
@@ -60,11 +59,15 @@ class PrivateCudaMemoryApi(Rule):
     no public function that changes them at run time.
 
     ## Fix safety
-    For a binding called with no arguments as a statement of its own (its result unused), the
-    fix calls the public function of the knowledge table instead (`torch._C._cuda_init()` ->
-    `torch.cuda.init()`). It is unsafe: the public function does more (lazy initialisation,
-    checks), which is the point. Other calls have no automatic fix: the arguments and results of
-    a binding and of its public function differ.
+    The fix calls the public function of the knowledge table instead, with the call's own
+    arguments, for the bindings measured to take the same arguments and return the same value
+    (`torch._C._cuda_getDevice()` -> `torch.cuda.current_device()`, `_cuda_setDevice(rank)` ->
+    `torch.cuda.set_device(rank)`; `[same_call]` in
+    [`memory_api.toml`](../gpumem_lint/knowledge/memory_api.toml),
+    [docs/facts.md](../docs/facts.md) F41). It is unsafe: the public function does more
+    (lazy initialisation, checks), which is the point. Other calls have no automatic fix: the
+    arguments or results of the binding and of its public function differ
+    (`_cuda_memoryStats(0)` returns nested dicts, `torch.cuda.memory_stats(0)` a flat one).
 
     ## References
     - [`torch.cuda` memory management](https://docs.pytorch.org/docs/stable/cuda.html#memory-management)
@@ -132,6 +135,23 @@ torch.cuda.empty_cache()
         ),
         Invalid(
             """
+import torch as th
+
+def setup(rank):
+    th._C._cuda_setDevice(rank)
+    return th._C._cuda_getDevice()
+""",
+            (5, 6),
+            fixed="""
+import torch as th
+
+def setup(rank):
+    th.cuda.set_device(rank)
+    return th.cuda.current_device()
+""",
+        ),
+        Invalid(
+            """
 import torch
 
 torch.cuda.memory._set_allocator_settings("expandable_segments:False")
@@ -148,7 +168,7 @@ torch.cuda.memory._set_allocator_settings("expandable_segments:False")
                     call,
                     f"`{name}` is a private binding that bypasses the checks of its public counterpart",
                     help=f"Use `{public[binding]}`",
-                    fix=_public_statement(ctx, call, public[binding]),
+                    fix=_public_call(ctx, call, binding, public[binding]),
                 )
         deprecated = memory_api().deprecated_private
         for call, name in qualified_calls(ctx, deprecated.__contains__):
@@ -160,13 +180,11 @@ torch.cuda.memory._set_allocator_settings("expandable_segments:False")
             )
 
 
-def _public_statement(ctx: FileContext, call: cst.Call, public: str) -> Fix | None:
-    """The public call for a binding called alone on its line with no arguments, when the table's
-    public equivalent is itself a call without arguments (`torch.cuda.init()`)."""
+def _public_call(ctx: FileContext, call: cst.Call, binding: str, public: str) -> Fix | None:
+    """The table's public function in place of the binding, with the call's own arguments, for a
+    binding measured to take the same ones and return the same value (`[same_call]`)."""
     torch = ctx.semantic.imports.local_name("torch")
-    if call.args or torch is None or not is_statement(ctx, call):
+    if torch is None or binding not in memory_api().same_call:
         return None
-    if not re.fullmatch(r"torch(\.\w+)+\(\)", public):
-        return None
-    code = torch + public.removeprefix("torch")
-    return Fix((replace(call, code),), Applicability.UNSAFE, f"Call `{code}`")
+    function = torch + public.removeprefix("torch").removesuffix("()")
+    return Fix((replace(call.func, function),), Applicability.UNSAFE, f"Call `{function}` instead")
