@@ -54,8 +54,8 @@ class InplaceWriteOnArgument(Rule):
     names that are outputs by contract (`output_parameters`: `out`, `buf`, `dst`,
     `running_*`) and a docstring that says "in place" (`documented_mutation`). A function
     spelled otherwise whose callers rely on its mutation is reported, unless they pass a
-    buffer to be filled: memory made for the call (`torch.zeros(n)`, `x.clone()`) or
-    overwritten whole before it (`buf.zero_()`, `buf.copy_(src)`).
+    buffer to be filled: memory made for the call (`torch.zeros(n)`, `x.clone()`) whose values
+    it has not read before the call, or overwritten whole before it (`buf.zero_()`, `buf.copy_(src)`).
 
     ## Example
     ```python
@@ -537,6 +537,25 @@ class Net(nn.Module):
         return self.fc(self.shift(x)).relu_()
 """,
         ),
+        # memory made by torch.zeros, but read before the call (`before = initial.clone()`): no buffer to fill
+        Invalid(
+            """
+import torch
+
+
+def advance(field, dt):
+    field[1:].add_(dt * field[:-1])
+    return field.norm().item()
+
+
+initial = torch.zeros(8)
+initial[0] = 1.0
+before = initial.clone()
+energy = advance(initial, 0.5)
+print(torch.equal(initial, before))
+""",
+            (6,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
@@ -594,11 +613,11 @@ def _read_after(facts: ScopeFacts, write: Write) -> bool:
 
 def _prepared(facts: ScopeFacts, call: Write) -> bool:
     """The caller passes a buffer to be filled: memory it made for the call (`torch.zeros(n)`,
-    `x.clone()`) or overwrote whole (`buf.zero_()`, `buf.copy_(src)`)."""
+    `x.clone()`) and has not read before it, or overwrote whole (`buf.zero_()`, `buf.copy_(src)`)."""
     k = knowledge()
     root = list(call.writer.chain())[-1]
-    if isinstance(root.node, cst.Call) and called_name(root.node) in k.buffer_makers:
-        return True
+    if isinstance(root.node, cst.Call) and called_name(root.node) in k.buffer_makers and not call.read_before:
+        return True  # made for the call: it holds nothing the caller has looked at
     return any(
         write.op in k.buffer_overwrites and not write.partial and write.storage.related(call.storage)
         for write in facts.writes

@@ -376,8 +376,12 @@ class CallSemantics:
             )
             # Only a named tensor is known to be the caller's own: `f(x[mask])` passes a copy.
             written = name in mutator.mutated or (name in mutator.if_tensor and value.tensor)
-            if written and dotted_name(arg.value) is not None:
-                self._write(value, node, f"{mutator.name}()", state, callee=mutator.name, parameter=name)
+            place = dotted_name(arg.value)
+            if written and place is not None:
+                read_before = self._first_reads.get(place, arg.value) is not arg.value
+                self._write(
+                    value, node, f"{mutator.name}()", state, callee=mutator.name, parameter=name, read_before=read_before
+                )
 
     def _write_modules(self, values: list[Value], node: cst.CSTNode, state: State) -> None:
         """`train_one_epoch(model)`, `self.train_epoch()`: the modules they reach are trained. A

@@ -140,6 +140,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self.layout_writes: dict[tuple[int, int], Write] = {}
         self.reads: dict[tuple[int, int, int], Read] = {}
         self.own_reads: dict[Write, cst.CSTNode] = {}
+        self._first_reads: dict[str, cst.CSTNode] = {}  # place -> where its values were first read
         self.backward_hits: dict[tuple[int, int], tuple[Write, cst.CSTNode]] = {}
         self.module_storages: set[Storage] = set()
         self.calls_backward = False
@@ -726,6 +727,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         return None
 
     def _record_reads(self, place: str, node: cst.CSTNode, state: State) -> None:
+        self._first_reads.setdefault(place, node)
         if not state.stale:
             return  # no write yet that a read could see
         for prefix in place_prefixes(place):
@@ -893,6 +895,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         parameter: str | None = None,
         certain: bool = True,
         module: bool = False,
+        read_before: bool = False,
     ) -> None:
         live = state.live_handles()
         fresh = {
@@ -915,6 +918,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                     parameter,
                     certain,
                     module,
+                    read_before,
                 )
                 self.writes[(id(node), id(writer))] = write
             self._check_saved(write, state, renewed=writer.storage in fresh)

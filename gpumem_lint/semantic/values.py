@@ -141,6 +141,7 @@ class Write:
     parameter: str | None = None  # the callee's parameter the argument is bound to
     certain: bool = True  # the op exists only on tensors (not `+=`/`[] =`, which lists and ints have too)
     module: bool = False  # updates a module's parameters as a whole: optimizer step, training call, load
+    read_before: bool = False  # the caller read the argument's values before the call (`keep = x.clone()`)
 
     @property
     def storage(self) -> Storage:
