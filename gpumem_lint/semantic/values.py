@@ -78,8 +78,19 @@ class Storage:
             storage = storage.parent
 
     def related(self, other: Storage) -> bool:
-        """One contains the other: `model` and `model.fc.weight` share memory."""
-        return other in self.lineage() or self in other.lineage()
+        """One contains the other: `model` and `model.fc.weight` share memory. (Loops rather than
+        `lineage()`: the alias analysis asks this for every live handle at every write.)"""
+        storage: Storage | None = other
+        while storage is not None:
+            if storage is self:
+                return True
+            storage = storage.parent
+        storage = self.parent
+        while storage is not None:
+            if storage is other:
+                return True
+            storage = storage.parent
+        return False
 
 
 @dataclass(eq=False)
