@@ -59,6 +59,26 @@ def test_one_verdict_per_static_finding_with_the_fix_of_a_confirmed_one(reports)
     assert lines[start + 3].startswith("Found 1 warning at run time (1 confirmed).")
 
 
+EVERY_STEP = """
+import torch
+
+model = torch.nn.Linear(2, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    model(torch.ones(1, 2)).sum().backward()
+    optimizer.step()
+    torch.cuda.empty_cache()
+"""
+
+
+def test_a_confirmed_finding_without_a_fix_says_so(tmp_path):
+    """GML406 has no automatic fix (its page says why): the verdict says so rather than naming none."""
+    (tmp_path / "program.py").write_text(textwrap.dedent(EVERY_STEP).lstrip(), encoding="utf-8")
+    lines = run(trace_command("program.py"), tmp_path).stderr.splitlines()
+    verdicts = lines[lines.index("Verdicts on the static findings:") + 1 :]
+    assert verdicts[0] == "  program.py:8:5 GML406 confirmed at run time; no automatic fix"
+
+
 def test_json_carries_the_story_as_related_locations(reports):
     _, findings, machine = reports
     assert machine.returncode == 1
