@@ -4,8 +4,10 @@ device while a spawned one does not."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +68,10 @@ def test_the_setters_exist():
     for name in default_device().device_setters | default_device().type_setters:
         module, attribute = name.rsplit(".", 1)
         assert module == "torch" and callable(getattr(torch, attribute))
+
+
+def test_recorded_gpu_run_of_a_cuda_default_tensor_type():
+    recorded = json.loads((Path(__file__).resolve().parent.parent / "bench/gpu/default_device_probe.json").read_text())
+    assert recorded["parent_int_tensor"] == recorded["parent_zeros"] == "cuda:0"
+    assert recorded["fork"][0] == "RuntimeError" and "Cannot re-initialize CUDA" in recorded["fork"][1]
+    assert recorded["spawn"] == ["ok", "cpu"]

@@ -4,10 +4,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.diagnostics import Severity
+from gpumem_lint.diagnostics import Fix, Severity
+from gpumem_lint.fixes import Applicability, insert_after
 from gpumem_lint.rules._boundaries import (
     crossing_text,
     cuda_evidence,
+    is_main_guard,
     loader_start_method,
     module_cuda_names,
     module_datasets,
@@ -17,6 +19,7 @@ from gpumem_lint.rules._boundaries import (
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.datasets import WORKER_LOADER, Datasets, WorkerLoader
 from gpumem_lint.semantic.devices import cuda_call
+from gpumem_lint.semantic.literals import keyword
 from gpumem_lint.semantic.processes import PROCESS_CROSSING
 from gpumem_lint.semantic.worker_code import cuda_attributes, held_tensors
 
@@ -70,9 +73,17 @@ class CudaTensorToForkedChild(Rule):
     ```
 
     ## Fix safety
-    There is no automatic fix. Spawn children re-import the main module, so the launching
-    code must sit under `if __name__ == "__main__":`; alternatively send CPU tensors and move
-    them to the GPU in the child.
+    For a `DataLoader` built inside a function or under `if __name__ == "__main__":`, the fix
+    starts its workers with spawn (`multiprocessing_context="spawn"`), where a worker can use
+    the CUDA tensors it receives (as IPC handles, F15). It is unsafe: each worker then creates its
+    own CUDA context (hundreds of MB of GPU memory each, GML205), the dataset and its callables
+    must be picklable, and workers start slower. A loader built by unguarded top-level code has
+    no fix: spawn children re-import the main module and would build it again. Run on an H200
+    (torch 2.11.0+cu130, 2026-12-01), the last INVALID example's workers raise `CUDA error:
+    initialization error` and its fixed program prints `28.0` (tests/test_fix_proofs.py runs both
+    where a GPU is present). For processes
+    there is no automatic fix; send CPU tensors and move them to the GPU in the child, or start
+    the child with spawn.
 
     ## References
     - [torch.multiprocessing: sharing CUDA tensors](https://docs.pytorch.org/docs/stable/multiprocessing.html#sharing-cuda-tensors)
@@ -86,6 +97,7 @@ class CudaTensorToForkedChild(Rule):
     fix_title = 'Start the child with spawn (`mp.get_context("spawn")`), or send CPU tensors and move them in the child'
     triggers = ("multiprocessing", "ProcessPoolExecutor", "DataLoader")
     file_trigger = re.compile(f"{PROCESS_CROSSING.pattern}|{WORKER_LOADER.pattern}")
+    fix_applicability = Applicability.UNSAFE
     VALID = (
         """
 import torch
@@ -165,6 +177,35 @@ loader = DataLoader(Weighted(), batch_size=2, num_workers=1)
 """,
             (12,),
         ),
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+def main():
+    features = torch.arange(8.0).view(4, 2).cuda()
+    loader = DataLoader(TensorDataset(features), batch_size=2, num_workers=2)
+    print(sum(batch.sum().item() for (batch,) in loader))
+
+if __name__ == "__main__":
+    main()
+""",
+            (7,),
+            fixed="""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+def main():
+    features = torch.arange(8.0).view(4, 2).cuda()
+    loader = DataLoader(TensorDataset(features), batch_size=2, num_workers=2, multiprocessing_context="spawn")
+    print(sum(batch.sum().item() for (batch,) in loader))
+
+if __name__ == "__main__":
+    main()
+""",
+            prints="28.0",
+            cuda=1,
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
@@ -196,6 +237,7 @@ loader = DataLoader(Weighted(), batch_size=2, num_workers=1)
                 f"`DataLoader` (line {ctx.line(loader.node)}) hands its workers, started with "
                 f"{start_method_text(method)}, a dataset holding the CUDA tensor of `{_short(ctx, held)}` (line "
                 f"{ctx.line(held)}): a forked worker cannot use CUDA memory, and touching it raises a CUDA error",
+                fix=_spawn_workers(ctx, loader),
             )
 
 
@@ -212,6 +254,29 @@ def _held_cuda_tensor(loader: WorkerLoader, found: Datasets, ctx: FileContext) -
             if made:
                 return min(made.values(), key=lambda call: ctx.line(call))
     return None
+
+
+def _spawn_workers(ctx: FileContext, loader: WorkerLoader) -> Fix | None:
+    """`multiprocessing_context="spawn"` added to the loader, unless unguarded top-level code builds it
+    (every spawned worker would build it again on importing the main module)."""
+    call = loader.node
+    if not call.args or keyword(call, "multiprocessing_context") is not None or _in_unguarded_top_level(ctx, call):
+        return None
+    return Fix(
+        (insert_after(call.args[-1].value, ', multiprocessing_context="spawn"'),),
+        Applicability.UNSAFE,
+        'Start the workers with spawn: `multiprocessing_context="spawn"`',
+    )
+
+
+def _in_unguarded_top_level(ctx: FileContext, node: cst.CSTNode) -> bool:
+    row = ctx.positions[node].start.line
+    for statement in ctx.module.body:
+        where = ctx.positions[statement]
+        if where.start.line <= row <= where.end.line:
+            guarded = isinstance(statement, cst.If) and is_main_guard(statement.test)
+            return not (guarded or isinstance(statement, (cst.FunctionDef, cst.ClassDef)))
+    return True
 
 
 def _short(ctx: FileContext, node: cst.CSTNode) -> str:
