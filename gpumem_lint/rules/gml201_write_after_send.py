@@ -23,7 +23,7 @@ class WriteAfterSend(Rule):
     not yet waited for: after `q.put(t)` / `conn.send(t)`, after `pool.apply_async(f, (t,))`
     / `executor.submit(f, t)` (until `.get()` / `.result()` / leaving the `with` block),
     and after `Process(target=f, args=(t,)).start()` under spawn or forkserver (until
-    `p.join()`). Tensors inside the tuples, lists and dicts handed over count too. Also
+    `p.join()`), chosen or by default: the default is spawn on macOS and Windows. Tensors inside the tuples, lists and dicts handed over count too. Also
     flagged: a buffer that outlives the function — a parameter, `self.staging` — refilled in
     place and then put on a queue, so each call refills the memory of the previous message.
 
@@ -40,7 +40,9 @@ class WriteAfterSend(Rule):
     `t`, and corrupts whatever the allocator put there since.
 
     A child started with the fork start method gets a copy-on-write copy instead (F13), so
-    writes after `start()` are not seen and are not reported. Tensors made shareable on
+    writes after `start()` are not seen and are not reported when the code chooses fork
+    (`mp.get_context("fork")`); left at the platform default, it forks only on Linux up to
+    Python 3.13. Tensors made shareable on
     purpose (`share_memory_()`, `model.share_memory()`) and optimizer steps on a shared
     model (Hogwild) are sharing by design and are left to GML208 — but a `state_dict()` put
     on a queue (for an evaluator, a checkpoint writer) is taken as a snapshot, so training
@@ -115,6 +117,37 @@ def main(worker):
 """,
     )
     INVALID = (
+        Invalid(
+            """
+import torch
+import multiprocessing as mp
+
+def child(t):
+    print(t.sum().item())
+
+def main():
+    t = torch.zeros(3)
+    p = mp.Process(target=child, args=(t,))  # the default: spawn on macOS and Windows
+    p.start()
+    t.add_(1)
+    p.join()
+""",
+            (12,),
+            fixed="""
+import torch
+import multiprocessing as mp
+
+def child(t):
+    print(t.sum().item())
+
+def main():
+    t = torch.zeros(3)
+    p = mp.Process(target=child, args=(t.clone(),))  # the default: spawn on macOS and Windows
+    p.start()
+    t.add_(1)
+    p.join()
+""",
+        ),
         Invalid(
             """
 import torch
