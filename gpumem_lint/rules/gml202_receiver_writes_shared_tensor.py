@@ -47,8 +47,9 @@ class ReceiverWritesSharedTensor(Rule):
 
     Mutation is taken as the function's job, and not reported, when its name ends with `_`,
     when its docstring says "in place" or "shared memory", when the parent made the
-    tensor shareable on purpose (`share_memory_()`, see GML208; also an object that hands itself
-    over, `args=(self,)`, from a class whose methods share its tensors), and when the parent hands over
+    tensor shareable on purpose (`share_memory_()`, see GML208; also a method that hands over
+    `self` or one of its attributes, `args=(self,)`, in a class whose methods put its tensors in
+    shared memory), and when the parent hands over
     memory nothing has written yet (`torch.empty(n)`, F35): a result buffer for the child to fill,
     holding no values of the parent's to overwrite.
 
@@ -328,7 +329,7 @@ def main():
                 if any(h.storage.related(s) for value in values for h in value.handles for s in shared):
                     continue
                 if own_class_shares and any(_is_self(value) for value in values):
-                    continue  # the object hands itself over, its tensors shared on purpose (Hogwild)
+                    continue  # the object hands itself (or a part) over, its tensors shared on purpose (Hogwild)
                 if all(h.storage in crossing.blank for value in values for h in value.handles):
                     continue  # a `torch.empty` buffer for the child to fill: it holds nothing of the parent's
                 if not (
