@@ -27,8 +27,8 @@ class InplaceWriteOnArgument(Rule):
     `__call__` of a class, such as a transform: `norm(x)` runs `Normalize.__call__`) that
     returns a value and that a caller in the same module passes a tensor it reads again
     afterwards, when nothing says that mutating the argument is the function's job. A function that
-    writes its argument and returns nothing (`check_audio(clip)`) is an in-place
-    procedure: its callers read the argument for its result. A `forward` that only applies
+    writes its argument and returns nothing (`check_audio(clip)`), or only a constant
+    (`return False`, a status flag), is an in-place procedure: its callers read the argument for its result. A `forward` that only applies
     an in-place layer to its input (`return self.act(x)`) is an activation layer itself, and
     is reported only where it reads its input again, as `nn.ReLU(inplace=True)` is.
 
@@ -273,6 +273,21 @@ class Standardize:
 standardize = Standardize(0.5, 0.25)
 batch = standardize(torch.rand(4, 3))
 print(batch.shape)
+""",
+        # returns only a status flag: an in-place procedure, like one that returns nothing
+        """
+import torch
+
+
+def to_master(model_grad, master_grad, scale):
+    master_grad.copy_(model_grad)
+    master_grad.mul_(scale)
+    return False
+
+
+def unscale(model_grads, master_grads, scale):
+    for model, master in zip(model_grads, master_grads):
+        to_master(model, master, 1.0 / scale)
 """,
     )
     INVALID = (

@@ -25,7 +25,7 @@ from gpumem_lint.semantic.elements import Elements
 from gpumem_lint.semantic.grad import GradSemantics, output_grad
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import gives_scalar, index_names, integer_count
-from gpumem_lint.semantic.literals import is_constant
+from gpumem_lint.semantic.literals import is_constant, is_literal
 from gpumem_lint.semantic.overlap import Overlap, OverlapSemantics
 from gpumem_lint.semantic.processes import ProcessFacts, ProcessSemantics
 from gpumem_lint.semantic.releases import ReleaseSemantics, Retained
@@ -84,7 +84,7 @@ class ScopeFacts:
     object_calls: set[str] = field(default_factory=set)  # `Normalize.__call__`, `Block.forward`: run by calls
     called_by_training: bool = False  # a caller that calls backward() passes it a tensor requiring grad
     returned: frozenset[Storage] = frozenset()  # the memory of what the function returns
-    returns_value: bool = False  # some `return` gives a value other than None
+    returns_value: bool = False  # some `return` gives a value other than a constant (`None`, `False`, `0`)
     returns: Returns | None = None  # what every `return` gives back, for its callers (summaries.py)
     returns_grad: Grad = Grad.UNKNOWN  # the most any returned tensor requires (NO: only indices, masks)
 
@@ -280,7 +280,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         elif isinstance(node, cst.Expr):
             self._eval(node.value, state)
         elif isinstance(node, cst.Return):
-            if node.value is not None and not is_constant(node.value, "None"):
+            # `return False`, a status flag, gives the caller no value of its data: still a procedure
+            if node.value is not None and not is_literal(node.value):
                 value = self._eval(node.value, state)
                 self._returned.update(handle.storage for handle in value.handles)
                 self._return_values.append(value)

@@ -24,6 +24,15 @@ def is_constant(node: cst.BaseExpression | None, constant: str) -> bool:
     return isinstance(node, cst.Name) and node.value == constant
 
 
+def is_literal(node: cst.BaseExpression) -> bool:
+    """A constant of Python's own: `True`, `None`, `0`, `-1.5`, `"done"`. Never a tensor."""
+    if isinstance(node, cst.UnaryOperation):
+        node = node.expression
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    return isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString))
+
+
 def split_like_tensor(node: cst.Call) -> bool:
     """`x.split(2)`, `x.split([1, 3], dim=1)`: tensor split, not `str.split(",")`."""
     if keyword(node, "dim") is not None:
