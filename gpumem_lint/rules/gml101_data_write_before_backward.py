@@ -15,7 +15,9 @@ class DataWriteBeforeBackward(Rule):
     `w.data = …`, `w.set_(…)`) to a tensor the graph uses, made after a value was
     computed from the graph and before `backward()` (or `torch.autograd.grad`) is
     called on that value. Tensors the loss does not depend on (a target network
-    updated between forward and backward) are not reported.
+    updated between forward and backward) are not reported, nor is a write made before
+    any forward used the tensor (setting a layer up: its first forward then sees the
+    new values).
 
     ## Why is this bad?
     Autograd saves the tensors it needs for the backward pass. `.data` returns an alias
@@ -113,6 +115,18 @@ import torch
 def sgd_step(params, lr):
     for p in params:
         p.data.add_(p.grad, alpha=-lr)
+""",
+        # the write sets the layer up before its first forward, which `x` (made earlier) never saw
+        """
+import torch
+from torch import nn
+
+def bias_grad_with_zero_weight():
+    x = torch.randn(16, 16)
+    lin = nn.Linear(16, 16)
+    lin.weight.data = torch.zeros(16, 16)
+    lin(x).sum().backward()
+    return lin.bias.grad
 """,
     )
     INVALID = (

@@ -145,6 +145,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self.module_storages: set[Storage] = set()
         self.calls_backward = False
         self.graph_storages: set[Storage] = set()  # used to compute something autograd records
+        self._after_forward: set[Write] = set()  # hidden writes to memory a forward had already used
         self._handles: dict[tuple, Handle] = {}
         self._elements = Elements()  # `x[0]`, `x[1]`: handles whose memory is apart
         self._attribute_places = AttributePlaces()
@@ -195,11 +196,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             reads=list(self.reads.values()),
             own_reads=self.own_reads,
             written_handles=self._written_through(writes),
-            backward_after_hidden=[
-                (write, node)
-                for write, node in self.backward_hits.values()
-                if any(write.storage.related(storage) for storage in self.graph_storages)
-            ],
+            backward_after_hidden=[(write, node) for write, node in self.backward_hits.values() if write in self._after_forward],
             calls_backward=self.calls_backward,
             processes=self._processes_result(),
             saved_writes=list(self.saved_writes.values()),
@@ -937,6 +934,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if write.hidden:
                 for handle in live:
                     state.hidden[handle] = state.hidden.get(handle, frozenset()) | {write}
+                if any(writer.storage.related(storage) for storage in self.graph_storages):
+                    self._after_forward.add(write)  # some forward computed with it already
             if writer.storage.blank:
                 self._filled.add(writer.storage)
 
