@@ -1,0 +1,66 @@
+# source: https://github.com/pytorch/pytorch/issues/39141 (same code: https://github.com/MorvanZhou/PyTorch-Tutorial/issues/89)
+# family: autograd "modified by an inplace operation" on a saved tensor (optimizer step between two backwards)
+# symptom: a GAN that fits sin(x) runs under torch 1.4 and raises "one of the variables needed for gradient
+#   computation has been modified by an inplace operation: [torch.FloatTensor [128, 1]], which is output 0 of
+#   TBackward, is at version 2; expected version 1" at G_loss.backward() under 1.5
+# hazard: opt_D.step() updates D's weights in place while G_loss's graph (through D) still holds them for backward
+# runs-on-cpu: yes
+# printed (torch 2.13): RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [128, 1]], which is output 0 of AsStrided, is at version 2; expected version 1 instead. ...
+import torch
+import torch.nn as nn
+import numpy as np
+
+
+# Hyper Parameters
+BATCH_SIZE = 64
+LR_G = 0.0001
+LR_D = 0.0001
+N_IDEAS = 5
+ART_COMPONENTS = 15
+PAINT_POINTS = np.vstack([np.linspace(-1, 1, ART_COMPONENTS) for _ in range(BATCH_SIZE)])
+
+
+def artist_works():  # painting from the famous artist (real target)
+    r = 0.02 * np.random.randn(1, ART_COMPONENTS)
+    paintings = np.sin(PAINT_POINTS * np.pi) + r
+    paintings = torch.from_numpy(paintings).float()
+    return paintings
+
+
+G = nn.Sequential(  # Generator
+    nn.Linear(N_IDEAS, 128),
+    nn.ReLU(),
+    nn.Linear(128, ART_COMPONENTS),
+)
+
+D = nn.Sequential(  # Discriminator
+    nn.Linear(ART_COMPONENTS, 128),
+    nn.ReLU(),
+    nn.Linear(128, 1),
+    nn.Sigmoid(),
+)
+
+opt_D = torch.optim.Adam(D.parameters(), lr=LR_D)
+opt_G = torch.optim.Adam(G.parameters(), lr=LR_G)
+
+try:
+    for step in range(10000):
+        artist_paintings = artist_works()
+        G_ideas = torch.randn(BATCH_SIZE, N_IDEAS, requires_grad=True)
+        G_paintings = G(G_ideas)
+
+        prob_artist0 = D(artist_paintings)
+        prob_artist1 = D(G_paintings)
+
+        D_loss = - torch.mean(torch.log(prob_artist0) + torch.log(1. - prob_artist1))
+        G_loss = torch.mean(torch.log(1. - prob_artist1))
+
+        opt_D.zero_grad()
+        D_loss.backward(retain_graph=True)
+        opt_D.step()  # hazard: GML109
+
+        opt_G.zero_grad()
+        G_loss.backward()
+        opt_G.step()
+except RuntimeError as error:
+    print("RuntimeError:", error)
