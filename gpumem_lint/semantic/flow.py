@@ -196,7 +196,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             reads=list(self.reads.values()),
             own_reads=self.own_reads,
             written_handles=self._written_through(writes),
-            backward_after_hidden=[(write, node) for write, node in self.backward_hits.values() if write in self._after_forward],
+            backward_after_hidden=[
+                (write, node) for write, node in self.backward_hits.values() if write in self._after_forward
+            ],
             calls_backward=self.calls_backward,
             processes=self._processes_result(),
             saved_writes=list(self.saved_writes.values()),
