@@ -38,12 +38,17 @@ def _read_places(source: str) -> set[tuple[str, str]]:
         ),
         # Outputs of one split are apart, also when taken by index and by unpacking.
         (
-            "def f(x: torch.Tensor):\n    parts = x.split(2)\n    q, k = parts\n    first = parts[0]\n    q.add_(1)\n"
-            "    return k, first\n",
+            (
+                "def f(x: torch.Tensor):\n    parts = x.split(2)\n    q, k = parts\n    first = parts[0]\n"
+                "    q.add_(1)\n    return k, first\n"
+            ),
             {("first", "q")},
         ),
         # Rows of a row are apart from each other, not from another row of the tensor.
-        ("def f(x: torch.Tensor):\n    r = x[1]\n    a = r[0]\n    b = x[0]\n    a.add_(1)\n    return b\n", {("b", "r[0]")}),
+        (
+            "def f(x: torch.Tensor):\n    r = x[1]\n    a = r[0]\n    b = x[0]\n    a.add_(1)\n    return b\n",
+            {("b", "r[0]")},
+        ),
     ],
 )
 def test_write_reaches_only_what_shares_its_memory(source: str, expected: set[tuple[str, str]]) -> None:
