@@ -38,7 +38,7 @@ class InplaceWriteOnArgument(Rule):
     argument is a leaf that requires grad autograd raises `a leaf Variable that requires
     grad is being used in an in-place operation`. Nothing warns otherwise.
 
-    Mutation is taken as intended, and not reported, in functions whose name ends with
+    Mutation is taken as intended, and not reported, in functions (or classes) whose name ends with
     `_` or says `init`/`reset`/`update`/`step`/`inplace`, whose docstring says "in place",
     under `torch.no_grad()`, through `.data`/`.detach()`, via `nn.init`, for
     parameters named like outputs (`out`, `buf`, `dst`, `*_out`), and for an optional
@@ -288,6 +288,18 @@ def to_master(model_grad, master_grad, scale):
 def unscale(model_grads, master_grads, scale):
     for model, master in zip(model_grads, master_grads):
         to_master(model, master, 1.0 / scale)
+""",
+        # a module named as an in-place op is one
+        """
+import torch
+from torch import nn
+
+class Add_(nn.Module):
+    def forward(self, x):
+        return x.add_(1)
+
+def blocks():
+    return nn.Sequential(nn.Linear(10, 10), Add_(), nn.Linear(10, 10))
 """,
     )
     INVALID = (
@@ -645,7 +657,9 @@ def _checked(scope: Scope) -> bool:
         return False
     if scope.is_method and scope.name not in ("forward", "__call__"):
         return False
-    if scope.mentions_inplace or any(_announces_mutation(name) for name in (*scope.enclosing, scope.name)):
+    # `class Add_(nn.Module)` announces its forward's mutation as `add_` does
+    names = (scope.class_name or "", *scope.enclosing, scope.name)
+    if scope.mentions_inplace or any(_announces_mutation(name) for name in names):
         return False
     return not (scope.docstring and heuristics().documented_mutation.search(scope.docstring))
 
