@@ -41,6 +41,8 @@ class InplaceWriteOnGradLeaf(Rule):
     turns off is a parameter of the function doing it, which that function's flow follows. A `for` loop is
     taken to run at least once: a leaf that every pass rebinds (`for layer in self.layers:
     h = layer(h)`) is not the value after the loop, though an empty iterable would leave it.
+    A module given to a function named as an in-place op (`quantize_(model, config)`) may
+    have had its layers replaced: its parameters are unknown after the call.
 
     ## Example
     ```python
@@ -212,6 +214,26 @@ def sgd(model, x):
     with torch.set_grad_enabled(False):
         for p in model.parameters():
             p -= 0.1 * p.grad
+""",
+        # a function named as an in-place op (`sparsify_`) may rebuild the layers it is given
+        """
+import torch
+from torch import nn
+
+from sparsity import sparsify_
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+
+def load_sparse(config, weights):
+    model = Head().eval()
+    sparsify_(model, config)
+    model.proj.weight.copy_(weights["proj.weight"])
+    return model
 """,
     )
     INVALID = (

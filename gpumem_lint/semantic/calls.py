@@ -69,6 +69,8 @@ class CallSemantics:
         if method is not None:
             self._call_object(method, node, args, state)
         self._note_release_call(node, qualified, state)
+        if not attribute and _announces_inplace(name):
+            self._rebuilt_modules(node, args, state)
         result = self._call_result(node, func, name, qualified, receiver, args, state)
         self._mark_blank(node, qualified, result)
         self._call_grad(node, result, callee, [receiver, *args] if receiver is not None else args, qualified)
@@ -130,6 +132,20 @@ class CallSemantics:
         if type(func) is cst.Name and classes is not None and classes.called_method(func.value) == "__call__":
             made.instance = func.value  # `norm = Normalize(mean, std)`: `norm(x)` runs `Normalize.__call__`
         return Value(frozenset({made}))
+
+    def _rebuilt_modules(self, node: cst.Call, args: list[Value], state: State) -> None:
+        """`quantize_(model, config)`: a function named as an in-place op that is given a module may
+        replace its layers and their parameters, so what the class said they hold no longer holds."""
+        for arg, value in zip(node.args, args):
+            place = dotted_name(arg.value)
+            if place is None or not any(h.module is not None for h in value.handles):
+                continue
+            rebuilt = set()
+            for source in value.handles:
+                handle = self._handle(("rebuilt", id(node), id(source)), source.storage, source.kind, source.node)
+                handle.tensor, handle.base = source.tensor, source.base
+                rebuilt.add(handle)
+            state.env[place] = frozenset(rebuilt)
 
     def _called_method(self, name: str | None, callee: Value | None) -> str | None:
         """`Normalize.__call__` for `norm(x)`, `Block.forward` for `self.block(x)`: the method of a
@@ -406,6 +422,11 @@ class CallSemantics:
             for handle in state.env.get(place, ()):
                 for write in state.hidden.get(handle, ()):
                     self.backward_hits.setdefault((id(write), id(node)), (write, node))
+
+
+def _announces_inplace(name: str | None) -> bool:
+    """`quantize_`, `convert_`: the trailing underscore of torch's in-place ops (not a dunder)."""
+    return name is not None and name.endswith("_") and not name.endswith("__")
 
 
 def _shallow_copy(value: Value) -> Value:
