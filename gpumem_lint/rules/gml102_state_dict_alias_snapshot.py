@@ -121,6 +121,20 @@ def checkpoint(model, optimizer, path):
         if step % 10 == 0:
             torch.save(model.state_dict(), path)
 """,
+        # `.update(...)` on what a state_dict holds is a dict's (a tensor has no such method)
+        """
+import torch
+
+from schedules import Warmup
+
+
+def retune(params):
+    optimizer = Warmup(torch.optim.AdamW([{"params": params}], lr=1e-3))
+    state = optimizer.state_dict()
+    state["param_groups"][0].update({"lr": 1e-4, "weight_decay": 0.0})
+    optimizer.load_state_dict(state)
+    return optimizer
+""",
     )
     INVALID = (
         Invalid(

@@ -257,8 +257,12 @@ class CallSemantics:
             # An optimizer we did not see built: it may update any module of this scope.
             self._write_storages(self.module_storages, node, "step()", state)
             return EMPTY
-        dict_like = receiver.container or AliasKind.STATE_DICT in receiver.kinds
-        if _is_training_call(method) and method != "step" and not dict_like:  # `sd.update(other)` is a dict's
+        # `sd.update(other)` is a dict's, as is `sd["param_groups"][0].update(...)`: what a state_dict
+        # holds is a tensor, which has no such method, or a dict
+        dict_like = receiver.container or any(
+            h.kind is AliasKind.STATE_DICT for handle in receiver.handles for h in handle.chain()
+        )
+        if _is_training_call(method) and method != "step" and not dict_like:
             # `trainer.fit(model)` trains its argument; `ema.update(model)` only reads it.
             targets = [receiver, *args] if method.startswith(("train", "fit")) else [receiver]
             self._write_modules(targets, node, state)
