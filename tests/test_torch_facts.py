@@ -63,6 +63,8 @@ def test_f5_inplace_write_to_expanded_tensor_raises():
         ("e[1:] = 5", True),
         ("e[:, 0] = 5", False),  # one element of each row: three locations
         ("e[0, 0] = 5", False),
+        ("e[0, ...] = 5", True),  # `...` stands for dimension 1, whole
+        ("e[..., 0] = 5", False),
         ("e[e > 2] = 5", False),  # a mask: deprecated, a warning only
     ],
 )

@@ -8,7 +8,7 @@ from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.knowledge import knowledge
-from gpumem_lint.semantic.indexing import advanced_by_syntax, expanded_dims, keeps_dims
+from gpumem_lint.semantic.indexing import advanced_by_syntax, expanded_dims, expanded_ndim, keeps_dims
 from gpumem_lint.semantic.values import AliasKind, Grad, Write
 from gpumem_lint.semantic.write_triggers import WRITES
 
@@ -289,6 +289,27 @@ print(tuple(head.weight.grad.shape))
 """,
             prints="(4, 8)",
         ),
+        # `...` stands for the expanded leading dimension, whole
+        Invalid(
+            """
+import torch
+
+def camera_frames(batch):
+    frames = torch.zeros(4, 4).unsqueeze(0).expand(batch, -1, -1)
+    frames[..., 3, 3] = 1.0
+    return frames
+""",
+            (6,),
+            fixed="""
+import torch
+
+def camera_frames(batch):
+    frames = torch.zeros(4, 4).unsqueeze(0).expand(batch, -1, -1)
+    frames = frames.clone()
+    frames[..., 3, 3] = 1.0
+    return frames
+""",
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
@@ -329,7 +350,8 @@ def _hits_repeats(write: Write) -> bool:
     """`J[:, i] = v` on `eye(2).unsqueeze(0).expand(5, 2, 2)`: the indexed part still repeats one
     element along dimension 0 (F5); `J[0] = v` writes one copy of each element."""
     target = write.node.target if isinstance(write.node, cst.AugAssign) else write.node
-    return isinstance(target, cst.Subscript) and keeps_dims(target, expanded_dims(_expanded_at(write)))
+    expand = _expanded_at(write)
+    return isinstance(target, cst.Subscript) and keeps_dims(target, expanded_dims(expand), expanded_ndim(expand))
 
 
 def _expanded_at(write: Write) -> cst.CSTNode:

@@ -62,14 +62,27 @@ def expanded_dims(expand: cst.CSTNode) -> frozenset[int]:
     """The dimensions an `expand` call repeats, where the syntax shows the size-1 dimension it
     stretches: `x.unsqueeze(0).expand(n, d)` -> {0}, `x.view(k, 1).expand(k, k)` -> {1},
     `x[None].expand(n, d)` -> {0}; empty when unsaid."""
+    sizes = _expand_sizes(expand)
+    if sizes is None:
+        return frozenset()
+    return frozenset(d for d in _size_one_dims(expand.func.value, len(sizes)) if not _is_one_or_keep(sizes[d]))
+
+
+def expanded_ndim(expand: cst.CSTNode) -> int | None:
+    """How many dimensions `x.expand(a, b, c)` has (3), when its sizes are written out."""
+    sizes = _expand_sizes(expand)
+    return None if sizes is None else len(sizes)
+
+
+def _expand_sizes(expand: cst.CSTNode) -> list[cst.BaseExpression] | None:
     if not (isinstance(expand, cst.Call) and isinstance(expand.func, cst.Attribute)):
-        return frozenset()
+        return None
     if expand.func.attr.value != "expand" or any(arg.keyword or arg.star for arg in expand.args):
-        return frozenset()
+        return None
     sizes = [arg.value for arg in expand.args]
     if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
         sizes = [element.value for element in sizes[0].elements]
-    return frozenset(d for d in _size_one_dims(expand.func.value, len(sizes)) if not _is_one_or_keep(sizes[d]))
+    return sizes
 
 
 def _size_one_dims(base: cst.BaseExpression, ndim: int) -> set[int]:
@@ -91,14 +104,19 @@ def _size_one_dims(base: cst.BaseExpression, ndim: int) -> set[int]:
     return set()
 
 
-def keeps_dims(target: cst.Subscript, dims: frozenset[int]) -> bool:
+def keeps_dims(target: cst.Subscript, dims: frozenset[int], ndim: int | None = None) -> bool:
     """Whether basic indexing `x[...]` keeps one of `dims` with more than one element: a full slice
-    or no index there (`J[:, i]` keeps dimension 0, `J[0]` does not). False where unknown: `...`,
-    `None`, or an index that may be a mask or an index tensor (`x[x < 0] = v` only warns)."""
-    indexes = [element.slice for element in target.slice]
-    if not all(isinstance(i, cst.Slice) or _plain_integer(i) for i in indexes):
+    or no index there (`J[:, i]` keeps dimension 0, `J[0]` does not; on a 3-D `J`, `J[..., 0, 2]`
+    keeps dimension 0). False where unknown: `...` on a tensor of unknown `ndim`, `None`, or an
+    index that may be a mask or an index tensor (`x[x < 0] = v` only warns)."""
+    indexes: list[cst.BaseSlice | None] = [element.slice for element in target.slice]
+    ellipses = [n for n, i in enumerate(indexes) if isinstance(i, cst.Index) and isinstance(i.value, cst.Ellipsis)]
+    if len(ellipses) == 1 and ndim is not None and len(indexes) - 1 <= ndim:
+        at = ellipses[0]
+        indexes[at : at + 1] = [None] * (ndim - len(indexes) + 1)  # the dimensions `...` stands for, whole
+    if not all(i is None or isinstance(i, cst.Slice) or _plain_integer(i) for i in indexes):
         return False
-    return any(d >= len(indexes) or _is_full_slice(indexes[d]) for d in dims)
+    return any(d >= len(indexes) or indexes[d] is None or _is_full_slice(indexes[d]) for d in dims)
 
 
 def advanced_by_syntax(target: cst.Subscript) -> bool:
