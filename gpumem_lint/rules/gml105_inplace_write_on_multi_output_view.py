@@ -5,7 +5,7 @@ from gpumem_lint.fixes import Applicability
 from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.values import AliasKind, Grad
+from gpumem_lint.semantic.values import AliasKind, Grad, Handle
 from gpumem_lint.semantic.write_triggers import WRITES
 
 
@@ -364,6 +364,40 @@ print(tuple(attack(torch.rand(3, 4, 4), torch.nn.Conv2d(3, 1, 1)).shape))
 """,
             prints="(3, 4, 4)",
         ),
+        # through a view of the output (`a.view(-1)`): "Output 0 of View is a view ..."
+        Invalid(
+            """
+import torch
+
+
+def gate(h):
+    a, b = h.chunk(2, dim=0)
+    flat = a.view(-1)
+    flat[flat.abs() < 1e-3] = 1e-3
+    return a * torch.sigmoid(b)
+
+
+x = torch.randn(4, 6, requires_grad=True)
+print(gate(x * 1).sum().item() != 0)
+""",
+            (8,),
+            fixed="""
+import torch
+
+
+def gate(h):
+    a, b = h.chunk(2, dim=0)
+    flat = a.view(-1)
+    flat = flat.clone()
+    flat[flat.abs() < 1e-3] = 1e-3
+    return a * torch.sigmoid(b)
+
+
+x = torch.randn(4, 6, requires_grad=True)
+print(gate(x * 1).sum().item() != 0)
+""",
+            prints="True",
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
@@ -371,12 +405,23 @@ print(tuple(attack(torch.rand(3, 4, 4), torch.nn.Conv2d(3, 1, 1)).shape))
             if facts.scope.no_grad:
                 continue
             for write in facts.autograd_writes:
-                writer = write.writer
-                if writer.kind is AliasKind.MULTI_VIEW and writer.grad >= Grad.MAY and not write.no_grad:
+                output = _multi_view_output(write.writer)
+                if output is not None and write.writer.grad >= Grad.MAY and not write.no_grad:
                     yield Report(
                         write.node,
                         f"{write_text(ctx, write)} writes in place to one of several views returned at line "
-                        f'{ctx.line(write.writer.node)}: autograd raises "is a view and is being modified '
+                        f'{ctx.line(output.node)}: autograd raises "is a view and is being modified '
                         'inplace" when the input requires grad',
                         fix=unshared_write(ctx, write),
                     )
+
+
+def _multi_view_output(writer: Handle) -> Handle | None:
+    """The output of `chunk`/`split`/`unbind` the write reaches, itself or through views of it
+    (`a.view(-1)`, `a[0]`: autograd refuses those too, "Output 0 of View is a view ...")."""
+    for handle in writer.chain():
+        if handle.kind is AliasKind.MULTI_VIEW:
+            return handle
+        if handle.kind is not AliasKind.VIEW:
+            return None
+    return None
