@@ -31,7 +31,9 @@ class InplaceWriteOnMultiOutputView(Rule):
 
     ## Known problems
     A tensor passed into a helper function is not known to require grad unless the helper
-    is a module's `forward` or calls `backward()` itself.
+    is a module's `forward`, calls `backward()` itself, or is given one by a caller of this
+    file (followed a few calls deep). The `forward` of a `torch.autograd.Function` runs with
+    grad mode off, so nothing in it is reported.
 
     ## Example
     ```python
@@ -105,6 +107,32 @@ def clip_rows(scores):
     return scores
 
 clip_rows(torch.randn(3, 3))
+""",
+        # autograd runs a Function's forward with grad mode off: nothing raises
+        """
+import torch
+
+
+class StackedLinear(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        out = torch.empty(4, 3, requires_grad=True)
+        top, bottom = torch.split(out, 2, dim=0)
+        torch.mm(x[:2].view(2, 5), w.t(), out=top.view(2, 3))
+        torch.mm(x[2:].view(2, 5), w.t(), out=bottom.view(2, 3))
+        ctx.save_for_backward(x, w)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        return grad @ w, grad.t() @ x
+
+
+x = torch.randn(4, 5, requires_grad=True)
+w = torch.randn(3, 5, requires_grad=True)
+StackedLinear.apply(x, w).sum().backward()
+print(tuple(x.grad.shape))
 """,
     )
     INVALID = (

@@ -100,7 +100,9 @@ class ScopeCollector(Walker):
             enclosing=tuple(scope.name for scope in self._functions[1:]),
             all_params=tuple(p.name.value for p in (*node.params.posonly_params, *node.params.params)),
         )
-        scope.no_grad = any(_no_grad_decorator(d.decorator) for d in node.decorators)
+        scope.no_grad = any(_no_grad_decorator(d.decorator) for d in node.decorators) or (
+            owner is not None and node.name.value == "forward" and _AUTOGRAD_FUNCTION in owner.facts.bases
+        )  # autograd runs a Function's forward with grad mode off
         scope.optional_params = _optional_parameters(node)
         self.scopes.append(scope)
         self._functions.append(scope)
@@ -239,6 +241,9 @@ class ScopeCollector(Walker):
                 scope.params[first] = True
                 scope.assumed_tensor = first
         return self.scopes
+
+
+_AUTOGRAD_FUNCTION = "torch.autograd.Function"
 
 
 def _is_self(node: cst.BaseExpression) -> bool:
