@@ -93,7 +93,7 @@ def pickling_method_text(method: StartMethod) -> str:
     """The start method under which children unpickle what they are handed (`method.pickles`): a
     default that forks on Linux is spawn on macOS and Windows."""
     if method.default and method.name not in FRESH_METHODS:
-        return f"the default start method of macOS and Windows (spawn; {method.name} on Linux here)"
+        return f"the default of macOS and Windows (spawn; {method.name} on Linux here)"
     return start_method_text(method)
 
 

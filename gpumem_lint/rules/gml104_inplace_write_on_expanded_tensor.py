@@ -318,15 +318,15 @@ def camera_frames(batch):
                 if write.writer.kind is not AliasKind.EXPAND:
                     continue
                 if _raises_in_forward(write):
-                    effect = "PyTorch raises"
+                    effect = "whose elements share memory: PyTorch raises"
                 elif _runs_in_forward(write) and write.writer.grad is Grad.YES and not write.no_grad:
-                    effect = "it runs, but as the tensor requires grad, `backward()` raises"
+                    effect = "that requires grad: `backward()` raises"
                 else:
                     continue
                 yield Report(
                     write.node,
                     f"{write_text(ctx, write)} writes in place to an expanded tensor (line "
-                    f"{ctx.line(_expanded_at(write))}) whose elements share memory: {effect} "
+                    f"{ctx.line(_expanded_at(write))}) {effect} "
                     '"more than one element of the written-to tensor refers to a single memory location"',
                     fix=unshared_write(ctx, write),
                 )

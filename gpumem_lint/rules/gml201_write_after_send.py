@@ -351,8 +351,8 @@ print(batch.sum().item())
             )
         method = pickling_method_text(model.start_method(crossing))
         return (
-            f"writes in place a tensor that the process of {where} received: under {method} the child shares this "
-            "memory and sees the write"
+            f"writes in place a tensor the process of {where} received: under {method} the child sees "
+            "the write"
         )
 
 

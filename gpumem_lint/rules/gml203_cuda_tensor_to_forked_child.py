@@ -234,9 +234,9 @@ if __name__ == "__main__":
                 continue
             yield Report(
                 loader.node,
-                f"`DataLoader` (line {ctx.line(loader.node)}) hands its workers, started with "
-                f"{start_method_text(method)}, a dataset holding the CUDA tensor of `{_short(ctx, held)}` (line "
-                f"{ctx.line(held)}): a forked worker cannot use CUDA memory, and touching it raises a CUDA error",
+                f"`DataLoader` (line {ctx.line(loader.node)}) starts its workers with {start_method_text(method)} "
+                f"over a dataset holding the CUDA tensor `{_short(ctx, held)}` (line {ctx.line(held)}): they cannot "
+                "touch it (CUDA error)",
                 fix=_spawn_workers(ctx, loader),
             )
 

@@ -384,9 +384,8 @@ loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worke
                     reported.add(id(tensor))
                     yield Report(
                         tensor,
-                        f"`{ctx.code(tensor)}` is a CUDA tensor held by the TensorDataset that workers index "
-                        f"(`DataLoader` at line {ctx.line(loader.node)}): each worker maps them into its own CUDA "
-                        "context, hundreds of MB of GPU memory each",
+                        f"`{ctx.code(tensor)}`, a CUDA tensor of the dataset workers index (`DataLoader` at line "
+                        f"{ctx.line(loader.node)}), maps into each worker's own CUDA context: hundreds of MB each",
                     )
 
 
