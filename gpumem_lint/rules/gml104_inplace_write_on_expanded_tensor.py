@@ -4,10 +4,10 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.fixes import Applicability
+from gpumem_lint.knowledge import knowledge
 from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.knowledge import knowledge
 from gpumem_lint.semantic.indexing import advanced_by_syntax, expanded_dims, expanded_ndim, keeps_dims
 from gpumem_lint.semantic.values import AliasKind, Grad, Write
 from gpumem_lint.semantic.write_triggers import WRITES

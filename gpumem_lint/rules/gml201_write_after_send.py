@@ -5,8 +5,8 @@ from gpumem_lint.diagnostics import Severity
 from gpumem_lint.fixes import Applicability
 from gpumem_lint.rules._boundaries import (
     crossing_text,
-    process_model,
     pickling_method_text,
+    process_model,
 )
 from gpumem_lint.rules._clone_fix import clone_sent
 from gpumem_lint.rules._copy_fix import copy_the_tensors

@@ -4,10 +4,10 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
+from gpumem_lint.knowledge.devices import default_device
 from gpumem_lint.rules._boundaries import module_cuda_names, module_datasets, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.datasets import WORKER_LOADER, self_attribute
-from gpumem_lint.knowledge.devices import default_device
+from gpumem_lint.semantic.datasets import WORKER_LOADER
 from gpumem_lint.semantic.devices import CudaUses, cuda_call, default_cuda_setting, is_cuda_device
 from gpumem_lint.semantic.literals import keyword
 from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS
