@@ -403,7 +403,7 @@ class _Reducer:
                 if unit.is_function and unit.kept and unit.node.name not in followed
                 and (depth == 0 or _passes_own_value_to(unit.node, followed))
             }
-            names |= self._called_objects() - followed
+            names |= self._keep_object_bindings() - followed
             if self.body_kept and depth == 0:  # functions defined under a module-level `if` or `try`
                 for unit in self.units:
                     if unit.is_statement:
@@ -419,7 +419,7 @@ class _Reducer:
                 self._settle(unit)
             self._keep_whole_body()
 
-    def _called_objects(self) -> set[str]:
+    def _keep_object_bindings(self) -> set[str]:
         """Module-level names bound to an object of a class whose `__call__` or `forward` is kept
         (`norm = Normalize(...)`): calling `norm` runs that method. The binding statements are kept,
         since they say what the name holds (semantic/class_facts.py `instances`)."""

@@ -11,7 +11,7 @@ from gpumem_lint.rules._clone_fix import unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
-from gpumem_lint.semantic.literals import called_name
+from gpumem_lint.semantic.literals import announces_inplace, called_name
 from gpumem_lint.semantic.model import called_key
 from gpumem_lint.semantic.scopes import Scope
 from gpumem_lint.semantic.values import Write
@@ -28,8 +28,9 @@ class InplaceWriteOnArgument(Rule):
     returns a value and that a caller in the same module passes a tensor it reads again
     afterwards, when nothing says that mutating the argument is the function's job. A function that
     writes its argument and returns nothing (`check_audio(clip)`), or only a constant
-    (`return False`, a status flag), is an in-place procedure: its callers read the argument for its result. A `forward` that only applies
-    an in-place layer to its input (`return self.act(x)`) is an activation layer itself, and
+    (`return False`, a status flag), is an in-place procedure: its callers read the argument
+    for its result. A `forward` that only applies an in-place layer to its input
+    (`return self.act(x)`) is an activation layer itself, and
     is reported only where it reads its input again, as `nn.ReLU(inplace=True)` is.
 
     ## Why is this bad?
@@ -665,7 +666,6 @@ def _checked(scope: Scope) -> bool:
 
 
 def _announces_mutation(name: str) -> bool:
-    # `add_` says it mutates; a dunder (`__call__`) says nothing
-    if name.endswith("_") and not name.endswith("__"):
+    if announces_inplace(name):
         return True
     return any(word in heuristics().mutating_function_words for word in name.lower().split("_"))

@@ -11,7 +11,7 @@ import libcst as cst
 from gpumem_lint.knowledge.heuristics import heuristics
 from gpumem_lint.semantic.imports import dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import constructed_ndim
-from gpumem_lint.semantic.literals import called_name, is_constant, keyword, split_like_tensor
+from gpumem_lint.semantic.literals import announces_inplace, called_name, is_constant, keyword, split_like_tensor
 from gpumem_lint.semantic.summaries import Returns
 from gpumem_lint.semantic.values import EMPTY, AliasKind, Grad, Role, State, Storage, Value
 from gpumem_lint.semantic.walk import Walker
@@ -69,7 +69,7 @@ class CallSemantics:
         if method is not None:
             self._call_object(method, node, args, state)
         self._note_release_call(node, qualified, state)
-        if not attribute and _announces_inplace(name):
+        if not attribute and name is not None and announces_inplace(name):
             self._rebuilt_modules(node, args, state)
         result = self._call_result(node, func, name, qualified, receiver, args, state)
         self._mark_blank(node, qualified, result)
@@ -399,9 +399,8 @@ class CallSemantics:
             place = dotted_name(arg.value)
             if written and place is not None:
                 read_before = self._first_reads.get(place, arg.value) is not arg.value
-                self._write(
-                    value, node, f"{mutator.name}()", state, callee=mutator.name, parameter=name, read_before=read_before
-                )
+                op = f"{mutator.name}()"
+                self._write(value, node, op, state, callee=mutator.name, parameter=name, read_before=read_before)
 
     def _write_modules(self, values: list[Value], node: cst.CSTNode, state: State) -> None:
         """`train_one_epoch(model)`, `self.train_epoch()`: the modules they reach are trained. A
@@ -426,11 +425,6 @@ class CallSemantics:
             for handle in state.env.get(place, ()):
                 for write in state.hidden.get(handle, ()):
                     self.backward_hits.setdefault((id(write), id(node)), (write, node))
-
-
-def _announces_inplace(name: str | None) -> bool:
-    """`quantize_`, `convert_`: the trailing underscore of torch's in-place ops (not a dunder)."""
-    return name is not None and name.endswith("_") and not name.endswith("__")
 
 
 def _shallow_copy(value: Value) -> Value:

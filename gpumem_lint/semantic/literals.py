@@ -24,6 +24,11 @@ def is_constant(node: cst.BaseExpression | None, constant: str) -> bool:
     return isinstance(node, cst.Name) and node.value == constant
 
 
+def announces_inplace(name: str) -> bool:
+    """`add_`, `quantize_`: torch's trailing underscore for an in-place op (a dunder says nothing)."""
+    return name.endswith("_") and not name.endswith("__")
+
+
 def is_literal(node: cst.BaseExpression) -> bool:
     """A constant of Python's own: `True`, `None`, `0`, `-1.5`, `"done"`. Never a tensor."""
     if isinstance(node, cst.UnaryOperation):
