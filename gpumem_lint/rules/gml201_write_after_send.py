@@ -153,16 +153,17 @@ def main():
 import torch
 import torch.multiprocessing as mp
 
-def consume(queue, ready, results):
+def consume(connection, ready, results):
     ready.wait()
-    results.put(queue.get().tolist())
+    results.put(connection.recv().tolist())
 
 def main():
-    queue, results, ready = mp.Queue(), mp.Queue(), mp.Event()
-    child = mp.Process(target=consume, args=(queue, ready, results))
+    receiver, sender = mp.Pipe(duplex=False)
+    results, ready = mp.Queue(), mp.Event()
+    child = mp.Process(target=consume, args=(receiver, ready, results))
     child.start()
     tensor = torch.zeros(3)
-    queue.put(tensor)
+    sender.send(tensor)  # pickled here, in this thread: the memory is now shared
     tensor.add_(1)
     ready.set()
     print(results.get())
@@ -171,21 +172,22 @@ def main():
 if __name__ == "__main__":
     main()
 """,
-            (15,),
+            (16,),
             fixed="""
 import torch
 import torch.multiprocessing as mp
 
-def consume(queue, ready, results):
+def consume(connection, ready, results):
     ready.wait()
-    results.put(queue.get().tolist())
+    results.put(connection.recv().tolist())
 
 def main():
-    queue, results, ready = mp.Queue(), mp.Queue(), mp.Event()
-    child = mp.Process(target=consume, args=(queue, ready, results))
+    receiver, sender = mp.Pipe(duplex=False)
+    results, ready = mp.Queue(), mp.Event()
+    child = mp.Process(target=consume, args=(receiver, ready, results))
     child.start()
     tensor = torch.zeros(3)
-    queue.put(tensor.clone())
+    sender.send(tensor.clone())  # pickled here, in this thread: the memory is now shared
     tensor.add_(1)
     ready.set()
     print(results.get())
