@@ -135,6 +135,16 @@ def clipped_marginal(head, x, eps=1e-8):
     p_i[p_i < eps] = eps
     return p_i
 """,
+        # an index tensor held in a name: index_put_, which runs on an expanded tensor without grad (F36)
+        """
+import torch
+
+def blank_columns(row, n, columns):
+    grid = row.unsqueeze(0).expand(n, -1)
+    picked = torch.tensor(columns)
+    grid[:, picked] = 0.0
+    return grid
+""",
     )
     INVALID = (
         Invalid(
@@ -289,6 +299,29 @@ print(tuple(head.weight.grad.shape))
 """,
             prints="(4, 8)",
         ),
+        # a mask held in a name: the write runs, and backward raises
+        Invalid(
+            """
+import torch
+
+weight = torch.randn(4, requires_grad=True)
+tiled = (weight * 2).unsqueeze(0).expand(3, 4)
+even = torch.arange(12).view(3, 4) % 2 == 0
+tiled[even] = 0.0
+tiled.sum().backward()
+""",
+            (7,),
+            fixed="""
+import torch
+
+weight = torch.randn(4, requires_grad=True)
+tiled = (weight * 2).unsqueeze(0).expand(3, 4)
+even = torch.arange(12).view(3, 4) % 2 == 0
+tiled = tiled.clone()
+tiled[even] = 0.0
+tiled.sum().backward()
+""",
+        ),
         # `...` stands for the expanded leading dimension, whole
         Invalid(
             """
@@ -334,7 +367,7 @@ def camera_frames(batch):
 
 def _raises_in_forward(write: Write) -> bool:
     if write.op.startswith("[]"):
-        return _hits_repeats(write)
+        return not _index_put(write) and _hits_repeats(write)
     return write.op not in knowledge().expanded_forward_runs
 
 
@@ -342,8 +375,15 @@ def _runs_in_forward(write: Write) -> bool:
     """`e.zero_()`, `e.masked_fill_(m, v)`, `e[e < 0] = v`: no error until autograd replays the write
     in backward (F36)."""
     if write.op.startswith("[]"):
-        return isinstance(write.node, cst.Subscript) and advanced_by_syntax(write.node)
+        return _index_put(write)
     return write.op in knowledge().expanded_forward_runs
+
+
+def _index_put(write: Write) -> bool:
+    """`e[idx] = v` with a tensor, array or list index, known by its value (`idx = x > 0`) or shown by
+    its syntax where the value is unknown (`e[e < 0]` on an untyped `e`): index_put_, not a view's write."""
+    target = write.node.target if isinstance(write.node, cst.AugAssign) else write.node
+    return write.advanced or (isinstance(target, cst.Subscript) and advanced_by_syntax(target))
 
 
 def _hits_repeats(write: Write) -> bool:

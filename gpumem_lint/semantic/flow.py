@@ -555,13 +555,15 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
     def _store_item(self, target: cst.Subscript, value: Value, state: State, source: cst.CSTNode) -> None:
         # Storing an item reads none of a container's items (`d[k] = t` after `t.zero_()`).
         container = self._eval(target.value, state, record=False)
-        self._eval_slices(target, state)
+        advanced = self._eval_slices(target, state)
         place = dotted_name(target.value)
         if self._is_array(container) and not _keyed_by_string(target) and place not in self._containers:
             if place is not None:
                 self._record_reads(place, target.value, state)
             partial, index = self._index_extent(target)
-            self._write(container, target, "[] =", state, partial=partial, index=index, certain=False)
+            self._write(
+                container, target, "[] =", state, partial=partial, index=index, certain=False, advanced=advanced
+            )
             self._check_overlap(target, container, [(source, value)], index)
             self._check_self_index(target, container, self._index_values(target, state))
             return
@@ -587,12 +589,13 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         value = self._eval(node.value, state)
         if isinstance(node.target, cst.Subscript):
             container = self._eval(node.target.value, state)
-            self._eval_slices(node.target, state)
+            advanced = self._eval_slices(node.target, state)
             narrowed = dotted_name(node.target.value) in self._containers
             if self._is_array(container) and not _keyed_by_string(node.target) and not narrowed:
                 partial, index = self._index_extent(node.target)
+                op = "[] " + _operator(node)
                 self._write(
-                    container, node, "[] " + _operator(node), state, partial=partial, index=index, certain=False
+                    container, node, op, state, partial=partial, index=index, certain=False, advanced=advanced
                 )
                 self._check_overlap(node, container, [(node.value, value)], index)
             elif container.container and any(h.tensor for h in container.handles):
@@ -896,6 +899,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         certain: bool = True,
         module: bool = False,
         read_before: bool = False,
+        advanced: bool = False,
     ) -> None:
         live = state.live_handles()
         fresh = {
@@ -919,6 +923,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                     certain,
                     module,
                     read_before,
+                    advanced,
                 )
                 self.writes[(id(node), id(writer))] = write
             self._check_saved(write, state, renewed=writer.storage in fresh)

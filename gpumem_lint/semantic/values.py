@@ -153,6 +153,7 @@ class Write:
     certain: bool = True  # the op exists only on tensors (not `+=`/`[] =`, which lists and ints have too)
     module: bool = False  # updates a module's parameters as a whole: optimizer step, training call, load
     read_before: bool = False  # the caller read the argument's values before the call (`keep = x.clone()`)
+    advanced: bool = False  # `x[mask] = v`, `x[idx] = v`: indexed by a tensor, an array or a list (index_put_)
 
     @property
     def storage(self) -> Storage:
