@@ -258,8 +258,64 @@ y = w * 2
 a.add_(1)
 y.sum().backward()
 """,
+        # `d.abs()` only feeds a comparison, whose result never requires grad: its graph is freed at once
+        """
+import torch
+import torch.nn as nn
+
+class SafeDivisor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x, eps=1e-2):
+        d = self.proj(x)
+        d[d.abs() < eps] = eps
+        return x / d
+
+SafeDivisor()(torch.randn(4, 8)).sum().backward()
+""",
     )
     INVALID = (
+        # ... but named and used in the loss, `d.abs()` keeps `d` until backward
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class SafeDivisor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x, eps=1e-2):
+        d = self.proj(x)
+        size = d.abs()
+        d[size < eps] = eps
+        return x / d + size
+
+SafeDivisor()(torch.randn(4, 8)).sum().backward()
+""",
+            (13,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+class SafeDivisor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x, eps=1e-2):
+        d = self.proj(x)
+        size = d.abs()
+        d = d.clone()
+        d[size < eps] = eps
+        return x / d + size
+
+SafeDivisor()(torch.randn(4, 8)).sum().backward()
+""",
+        ),
         Invalid(
             """
 import torch

@@ -266,6 +266,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
     def _small(self, node: cst.BaseSmallStatement, state: State) -> State:
         self._born.clear()
         self._saved_now.clear()
+        self._kept.clear()
         self._note_statement(node)
         if isinstance(node, cst.Assign):
             value = self._eval(node.value, state)
@@ -632,6 +633,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         if kind is cst.Subscript:
             return self._subscript(node, state)
         if kind in _OPERATIONS:
+            kept_before = len(self._kept)
             operands = [self._eval(child, state) for child in _operands(node)]
             tensor = False
             for operand in operands:
@@ -641,6 +643,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             self._operation_grad(result, operands)
             if kind is cst.Comparison:  # `x > 0`: a boolean tensor never requires grad (F26)
                 result.grad = Grad.NO
+                self._forget_compared(node, kept_before, state)
             value = Value(frozenset({result}), tensor=tensor)
             if kind is cst.BinaryOperation:
                 self._save_operation(node, node.operator, operands[0], operands[1], value, state)

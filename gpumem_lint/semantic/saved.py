@@ -58,6 +58,7 @@ class SavedSemantics:
         self.saved_writes: dict[tuple[int, int], SavedWrite] = {}
         self._savings: dict[tuple[int, str], Saving] = {}
         self._saved_now: dict[Storage, set[Saving]] = {}  # kept by the statement being analysed
+        self._kept: list[tuple[Storage, Saving]] = []  # the same, in the order its ops kept them
 
     # ---------------------------------------------------------- recording
 
@@ -156,6 +157,7 @@ class SavedSemantics:
                 if handle.role is None:
                     state.saved[handle.storage] = state.saved.get(handle.storage, frozenset()) | {saving}
                     self._saved_now.setdefault(handle.storage, set()).add(saving)
+                    self._kept.append((handle.storage, saving))
 
     def _check_layers(self, node: cst.Call, args: list[Value]) -> None:
         """`nn.Sequential(nn.ReLU(), nn.Dropout(p, inplace=True))`: each layer's input is the output
@@ -180,6 +182,50 @@ class SavedSemantics:
                 "torch.nn." + qualified.rsplit(".", 1)[-1] if qualified and qualified.startswith("torch.nn.") else None
             )
             previous = (layer, module.removeprefix("torch.nn.")) if module in modules else None
+
+    def _forget_compared(self, node: cst.Comparison, since: int, state: State) -> None:
+        """`x[x.abs() < eps] = eps`: a comparison's result never requires grad (F26), so the graph of
+        an operand that torch ops alone computed ends there, and is freed with the temporaries of the
+        statement: no backward needs what those ops kept (`self._kept[since:]`), and writing it later
+        raises nothing. An operand that names what it computes (`(y := x.abs())`), calls other code or
+        writes in place may keep the graph alive, and keeps what it saved."""
+        if since == len(self._kept) or not all(self._torch_only(operand) for operand in _compared(node)):
+            return
+        for storage, saving in self._kept[since:]:
+            remaining = state.saved.get(storage, frozenset()) - {saving}
+            if remaining:
+                state.saved[storage] = remaining
+            else:
+                state.saved.pop(storage, None)
+            self._saved_now.get(storage, set()).discard(saving)
+        del self._kept[since:]
+
+    def _torch_only(self, node: cst.BaseExpression) -> bool:
+        """Computed from names and literals by torch functions, Tensor methods and operators, none in place."""
+        kind = type(node)
+        if kind in (cst.Name, cst.Integer, cst.Float):
+            return True
+        if kind is cst.Attribute or kind is cst.Subscript:
+            return self._torch_only(node.value) and (kind is cst.Attribute or _plain_index(node))
+        if kind is cst.BinaryOperation:
+            return self._torch_only(node.left) and self._torch_only(node.right)
+        if kind is cst.UnaryOperation:
+            return self._torch_only(node.expression)
+        if kind is not cst.Call or any(arg.star or (arg.keyword and arg.keyword.value == "out") for arg in node.args):
+            return False
+        if not all(self._torch_only(arg.value) for arg in node.args):
+            return False
+        func = node.func
+        if isinstance(func, cst.Attribute) and self._tensor_method(func.attr.value):
+            return self._torch_only(func.value)
+        name = dotted_name(func)
+        qualified = self.imports.qualify_name(name) if name is not None else None
+        return qualified is not None and qualified in saved_for_backward().ops and not qualified.endswith("_")
+
+    def _tensor_method(self, method: str) -> bool:
+        return not method.endswith("_") and (
+            method in self.k.tensor_only_methods or f"torch.Tensor.{method}" in saved_for_backward().ops
+        )
 
     # ------------------------------------------------------------ checking
 
@@ -222,6 +268,18 @@ def _op_name(node: cst.Call, qualified: str | None, receiver: Value | None, tens
     method = node.func.attr.value
     # A method only tensors have is evidence enough: `self.encoder(x).exp()`.
     return "torch.Tensor." + method if receiver.tensor or method in tensor_methods else None
+
+
+def _compared(node: cst.Comparison) -> list[cst.BaseExpression]:
+    return [node.left, *(target.comparator for target in node.comparisons)]
+
+
+def _plain_index(node: cst.Subscript) -> bool:
+    """`x[0]`, `x[:, 1:]`: integers and slices, nothing computed."""
+    return all(
+        isinstance(element.slice, cst.Slice) or type(element.slice.value) in (cst.Integer, cst.Name)
+        for element in node.slice
+    )
 
 
 def _right_operand(node: cst.CSTNode) -> cst.CSTNode | None:
