@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import importlib
 import warnings
 
 import pytest
@@ -375,3 +376,37 @@ def test_f37_backward_writes_these_attributes_of_the_leaves_it_reaches(attribute
     first = getattr(w, attribute).clone()
     (w * 2).sum().backward()
     assert first.tolist() == [2.0, 2.0, 2.0] and getattr(w, attribute).tolist() == [4.0, 4.0, 4.0]
+
+
+@pytest.mark.parametrize("name", sorted(_knowledge().load_into_functions))
+def test_f42_checkpoint_loads_fill_the_given_tensors_in_place(name, tmp_path):
+    from torch.distributed.checkpoint import FileSystemReader
+
+    module, function = name.rsplit(".", 1)
+    load = getattr(importlib.import_module(module), function)
+    model = nn.Linear(3, 2)
+    state = model.state_dict()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the deprecated spelling warns
+        torch.distributed.checkpoint.save(state, checkpoint_id=tmp_path, no_dist=True)
+        saved, address = model.weight.detach().clone(), state["weight"].data_ptr()
+        with torch.no_grad():
+            model.weight.zero_()
+        if function == "load":
+            load(state, checkpoint_id=tmp_path, no_dist=True)
+        else:
+            load(state, FileSystemReader(tmp_path), no_dist=True)
+    assert state["weight"].data_ptr() == address
+    assert torch.equal(model.weight, saved)  # the module's own tensor, restored through the dict
+
+
+def test_f43_a_graph_that_ends_in_a_comparison_keeps_nothing():
+    layer = nn.Linear(4, 4)
+    d = layer(torch.randn(2, 4))
+    d[d.abs() < 0.5] = 0.5
+    (d * 2).sum().backward()  # raises nothing: `abs`'s graph was freed with the statement
+    d = layer(torch.randn(2, 4))
+    size = d.abs()
+    d[size < 0.5] = 0.5
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        (d * 2 + size).sum().backward()

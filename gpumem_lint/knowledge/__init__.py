@@ -48,6 +48,7 @@ class Knowledge:
     state_dict_methods: frozenset[str]
     parameter_methods: frozenset[str]
     load_methods: frozenset[str]
+    load_into_functions: frozenset[str]  # `dcp.load(sd, ...)`: fills the tensors of its first argument (F42)
     copy_functions: frozenset[str]
     not_data_writes: frozenset[str]
     layout_write_methods: frozenset[str]  # `x.t_()`: new metadata, same values
@@ -157,6 +158,7 @@ def knowledge() -> Knowledge:
         state_dict_methods=_set(hand["module_state"]["state_dict_methods"]),
         parameter_methods=_set(hand["module_state"]["parameter_methods"]),
         load_methods=_set(hand["module_state"]["load_methods"]),
+        load_into_functions=_set(hand["module_state"]["load_into_functions"]),
         copy_functions=_set(hand["copies"]["functions"]),
         not_data_writes=_set(hand["not_data_writes"]["methods"]),
         layout_write_methods=_set(ops["inplace_view_methods"]) - _set(hand["layout_writes"]["other_errors"]),

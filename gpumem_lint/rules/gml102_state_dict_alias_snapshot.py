@@ -34,7 +34,9 @@ class StateDictAliasSnapshot(Rule):
     [`heuristics.toml`](../gpumem_lint/knowledge/heuristics.toml)), and `x.step()` is an
     optimizer step when the optimizer was built in view or `x` is named like one
     (`optimizer_names`); the `load_state_dict()` of a receiver named like one loads
-    the optimizer's state and writes no module's.
+    the optimizer's state and writes no module's. A dict given to
+    `torch.distributed.checkpoint.load` is the load's destination: it fills those tensors in
+    place (F42), so the module is restored and nothing is reported.
 
     ## Example
     ```python
@@ -134,6 +136,20 @@ def retune(params):
     state["param_groups"][0].update({"lr": 1e-4, "weight_decay": 0.0})
     optimizer.load_state_dict(state)
     return optimizer
+""",
+        # a checkpoint load fills the dict it is given in place (F42): the dict is its destination
+        """
+import torch
+import torch.distributed.checkpoint as dcp
+
+def round_trip(model, path):
+    state = model.state_dict()
+    dcp.save(state, checkpoint_id=path)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+    dcp.load(state, checkpoint_id=path)
+    model.load_state_dict(state)
 """,
     )
     INVALID = (

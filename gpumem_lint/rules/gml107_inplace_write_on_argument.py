@@ -302,6 +302,24 @@ class Add_(nn.Module):
 def blocks():
     return nn.Sequential(nn.Linear(10, 10), Add_(), nn.Linear(10, 10))
 """,
+        # asserted to be a list, the argument's items are replaced, not written
+        """
+import torch
+from torch import nn
+
+class TwoViews(nn.Module):
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(self, views: torch.Tensor | list[torch.Tensor]):
+        if not self.training:
+            return self.encoder(views)
+        assert isinstance(views, list)
+        for i, view in enumerate(views):
+            views[i] = self.encoder(view)
+        return views
+""",
     )
     INVALID = (
         Invalid(

@@ -41,7 +41,9 @@ class InplaceWriteOnSavedTensor(Rule):
     only tensors that never require grad (the indices of a `topk`, a comparison's mask: F26),
     so no backward can reach the saving op; a forward that hands the graph on otherwise (an
     attribute it sets) is then missed. A module run only for inference without
-    `torch.no_grad()` raises nothing.
+    `torch.no_grad()` raises nothing. An op whose result is only compared in the same
+    statement (`d[d.abs() < eps] = eps`) keeps nothing: its graph is freed with the
+    statement (F43). Bound to a name first, it is taken to live until backward.
 
     ## Example
     ```python

@@ -313,6 +313,9 @@ class CallSemantics:
                 if position < len(positional):
                     self._write(positional[position], node, qualified.rsplit(".", 1)[1], state)
             return self._fresh_value(node, tensor=True)
+        if qualified in k.load_into_functions and positional:
+            self._write(first, node, qualified.rsplit(".", 1)[1], state, module=True)  # its destination (F42)
+            return EMPTY
         if qualified == "numpy.copyto" and positional:
             self._write(first, node, "numpy.copyto", state)
             return EMPTY

@@ -219,10 +219,12 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
     # ---------------------------------------------------------- statements
 
     def _block(self, body, state: State) -> State:
+        asserted = len(self._containers)  # `assert isinstance(x, list)` narrows to the block's end
         for statement in body:
             if not state.reachable:
-                return state
+                break
             state = self._statement(statement, state)
+        del self._containers[asserted:]
         return state
 
     def _statement(self, node: cst.CSTNode, state: State) -> State:
@@ -302,6 +304,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             self._delete(node.target, state)
         elif isinstance(node, cst.Assert):
             self._eval(node.test, state)
+            self._containers.extend(_container_checks(node.test))
         return state
 
     def _loop(self, node: cst.For | cst.While, state: State) -> State:
