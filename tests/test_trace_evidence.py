@@ -6,6 +6,8 @@
 - A write over a tensor autograd saved is GML109 at the writing line, naming the line that saved it.
 - Writes made by torch's own machinery (unpickling, DataLoader workers, optimizers, load_state_dict) are not
   findings, and repeats of one site are one finding with a count.
+- Children of every start method (spawn, forkserver, fork) and DataLoader workers trace themselves: a child's
+  hazard is reported at its line, naming the child process.
 
 Each program marks the lines its findings must point at: `# trace: CODE STATUS` for run-time findings,
 `# check: CODE STATUS` for static findings the report carries (only where the case is about their status).
@@ -210,7 +212,7 @@ PROGRAMS = {
         print(total.item() != 0, summed.sum().item() != 0)
         """,
     ),
-    "a spawn child that only receives": (
+    "spawn and forkserver children that only receive": (
         [],
         """
         import torch
@@ -224,16 +226,57 @@ PROGRAMS = {
 
 
         if __name__ == "__main__":
-            context = mp.get_context("spawn")
-            queue, done = context.Queue(), context.Queue()
-            process = context.Process(target=child, args=(queue, done))
-            process.start()
-            base = torch.ones(4)
-            queue.put(base)
-            queue.put(base[:2])
-            queue.put(base)
-            print(done.get())
-            process.join()
+            for method in ("spawn", "forkserver"):
+                context = mp.get_context(method)
+                queue, done = context.Queue(), context.Queue()
+                process = context.Process(target=child, args=(queue, done))
+                process.start()
+                base = torch.ones(4)
+                queue.put(base)
+                queue.put(base[:2])
+                queue.put(base)
+                print(method, done.get())
+                process.join()
+        """,
+    ),
+    "children of every start method, and DataLoader workers, are traced": (
+        ["--no-static"],
+        """
+        import torch
+        import torch.multiprocessing as mp
+        from torch.utils.data import DataLoader, Dataset
+
+
+        def stale_read(how):
+            weights = torch.ones(4)
+            snapshot = weights.detach()
+            if how == "spawn":
+                weights.add_(1)  # trace: GML103 static-check-off
+            elif how == "forkserver":
+                weights.add_(2)  # trace: GML103 static-check-off
+            elif how == "fork":
+                weights.add_(3)  # trace: GML103 static-check-off
+            else:
+                weights.add_(4)  # trace: GML103 static-check-off
+            print(how, (weights - snapshot).tolist(), flush=True)
+
+
+        class Items(Dataset):
+            def __len__(self):
+                return 1
+
+            def __getitem__(self, index):
+                stale_read("worker")
+                return index
+
+
+        if __name__ == "__main__":
+            for method in ("spawn", "forkserver", "fork"):
+                child = mp.get_context(method).Process(target=stale_read, args=(method,))
+                child.start()
+                child.join()
+            for batch in DataLoader(Items(), num_workers=1):
+                print(batch.tolist())
         """,
     ),
     "training with DataLoader workers, optimizers and load_state_dict": (
@@ -416,6 +459,12 @@ def test_repeats_of_one_site_are_one_finding_with_a_count(runs):
     [finding] = findings
     assert "3 times" in finding["message"]
     assert _related_rows(finding) == {"saved by `sigmoid` for its backward": 6}
+
+
+def test_a_childs_finding_names_the_child_process(runs):
+    _, _, findings, _ = runs["children of every start method, and DataLoader workers, are traced"]
+    assert len(findings) == 4
+    assert all(re.search(r"in child process \d+\]$", finding["message"]) for finding in findings)
 
 
 def test_a_status_says_that_tracing_stopped_before_the_line(runs):

@@ -1,5 +1,5 @@
 """The trace's text report: a code frame for every line of a finding's story, one verdict per static finding with
-the fix `check --fix` applies to a confirmed one; json carries the same lines as related locations."""
+the fix `check --fix` applies to a confirmed one; json and sarif carry the same lines as related locations."""
 
 from __future__ import annotations
 
@@ -88,6 +88,24 @@ def test_json_carries_the_story_as_related_locations(reports):
         ("read", 6),
     ]
     assert confirmed["fix"]["applicability"] == "unsafe"
+
+
+def test_sarif_carries_the_story_as_related_locations_and_the_verdict_as_properties(tmp_path):
+    (tmp_path / "program.py").write_text(textwrap.dedent(PROGRAM).lstrip(), encoding="utf-8")
+    machine = run(trace_command("--output-format", "sarif", "-o", "report.sarif", "program.py"), tmp_path)
+    assert machine.returncode == 1
+    [results] = [run_["results"] for run_ in json.loads((tmp_path / "report.sarif").read_text())["runs"]]
+    verdicts = {
+        (result["ruleId"], result["locations"][0]["physicalLocation"]["region"]["startLine"]): result
+        for result in results
+    }
+    confirmed = verdicts["GML103", 5]
+    assert confirmed["properties"] == {"source": "trace", "status": "confirmed"}
+    assert [
+        (related["message"]["text"], related["physicalLocation"]["region"]["startLine"])
+        for related in confirmed["relatedLocations"]
+    ] == [("`.detach()` alias made", 4), ("read", 6)]
+    assert verdicts["GML103", 10]["properties"]["status"] == "not-reached"
 
 
 def test_a_failing_cuda_start_shows_torchs_own_traceback(tmp_path):

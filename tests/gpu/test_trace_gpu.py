@@ -4,6 +4,7 @@ program's output, traceback and exit code unchanged. Skipped without a CUDA devi
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 
@@ -76,7 +77,10 @@ def test_an_allocator_swapped_after_cuda_init_is_gml403_at_the_swap(tmp_path):
     assert "Can't swap an already initialized allocator" in plain.stderr
     assert (traced.stdout, traced.stderr, traced.returncode) == (plain.stdout, plain.stderr, plain.returncode)
     [finding] = [f for f in report if f["source"] == "trace"]
-    assert (finding["code"], finding["location"]["row"]) == ("GML403", row(lines, "change_current_allocator(allocator)"))
+    assert (finding["code"], finding["location"]["row"]) == (
+        "GML403",
+        row(lines, "change_current_allocator(allocator)"),
+    )
     assert finding["status"] == "confirmed"
 
 
@@ -104,3 +108,72 @@ def test_a_saved_tensor_overwritten_on_cuda_is_gml109_and_training_steps_are_cle
     assert (finding["code"], finding["location"]["row"]) == ("GML109", row(lines, "hidden += 1"))
     related = {r["message"]: r["location"]["row"] for r in finding["related"]}
     assert related["saved by `sigmoid` for its backward"] == row(lines, "torch.sigmoid(x * 2)")
+
+
+CUDA_TENSOR_AFTER_ITS_SENDER_EXITED = """
+import torch
+import torch.multiprocessing as mp
+
+
+def produce(queue):
+    queue.put(torch.ones(4, device="cuda"))
+
+
+if __name__ == "__main__":
+    context = mp.get_context("spawn")
+    queue = context.Queue()
+    child = context.Process(target=produce, args=(queue,))
+    child.start()
+    child.join()  # the sender exits: its CUDA memory, and the IPC handle the queue carries, go with it
+    print(queue.get())
+"""
+
+#: The time stamp of a line c10 logs (`[W1201 19:39:53.589068516 CudaIPCTypes.cpp:16] ...`).
+_LOGGED_AT = re.compile(r"^\[([WEI])\d{4} [\d:.]+ ", re.MULTILINE)
+
+
+def _timeless(stderr: str) -> str:
+    return _LOGGED_AT.sub(r"[\1 ", stderr)
+
+
+def test_a_cuda_tensor_received_after_its_sender_exited_is_gml209_at_the_put(tmp_path):
+    plain, traced, report, lines = traced_and_plain(tmp_path, CUDA_TENSOR_AFTER_ITS_SENDER_EXITED)
+    assert "invalid resource handle" in plain.stderr, plain.stderr
+    assert "torch/multiprocessing/reductions.py" in plain.stderr  # raised while the receiver rebuilds the tensor
+    assert (traced.stdout, traced.returncode) == (plain.stdout, plain.returncode)
+    assert plain.returncode == 1
+    assert _timeless(traced.stderr) == _timeless(plain.stderr)
+    [finding] = [f for f in report if f["source"] == "trace"]
+    assert (finding["code"], finding["status"]) == ("GML209", "confirmed")
+    assert finding["location"]["row"] == row(lines, "queue.put(")
+    related = {r["message"]: r["location"]["row"] for r in finding["related"]}
+    assert related["the program failed here"] == row(lines, "print(queue.get())")
+
+
+CUDA_IN_FORKED_WORKERS = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class OnDevice(Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, index):
+        return torch.full((2,), float(index)).cuda()
+
+
+if __name__ == "__main__":
+    torch.zeros(1, device="cuda")  # the parent starts CUDA
+    for batch in DataLoader(OnDevice(), num_workers=1, multiprocessing_context="fork"):
+        print(batch)
+"""
+
+
+def test_a_forked_workers_cuda_use_is_gml205_at_its_line(tmp_path):
+    plain, traced, report, lines = traced_and_plain(tmp_path, CUDA_IN_FORKED_WORKERS)
+    story = json.dumps(report, indent=1) + "\n" + plain.stderr + "\n---\n" + traced.stderr
+    assert "Cannot re-initialize CUDA in forked subprocess" in plain.stderr, story
+    assert (traced.stdout, traced.stderr, traced.returncode) == (plain.stdout, plain.stderr, plain.returncode), story
+    found = [(f["code"], f["status"], f["location"]["row"]) for f in report if f["source"] == "trace"]
+    assert found == [("GML205", "confirmed", row(lines, ".cuda()"))], story
