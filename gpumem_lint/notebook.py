@@ -2,8 +2,9 @@
 
 The code cells are joined into one Python text (`Notebook.text`) that the engine lints like a
 file, so the program order, `# noqa` comments and fixes work across cells as in a module.
-IPython syntax that is not Python (`%magic`, `!shell`, `x = !cmd`, `obj?`, a `%%bash` cell) is
-masked first, keeping every line in place, and findings are mapped back to `cell N:row:col`,
+IPython syntax that is not Python (`%magic`, `!shell`, `x = !cmd`, `obj?`, a `%%bash` cell, a
+one-line cell `ls /data` that automagic runs as `%ls`) is masked first, keeping every line in
+place, and a cell indented as a whole is dedented as IPython does; findings are mapped back to `cell N:row:col`,
 N counting every cell of the notebook from 1. A notebook is read with the json module (it is
 plain JSON, nbformat 4); writing back changes only the `source` of the cells a fix changed,
 so outputs, execution counts, metadata and cell ids are kept.
@@ -16,6 +17,8 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
 
 from gpumem_lint.diagnostics import Diagnostic, Edit, Position
 
@@ -26,6 +29,10 @@ _PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "
 _LINE_MAGIC = re.compile(r"^(?P<indent>[ \t]*)(?:[%!]|\?)")
 _ASSIGNED_MAGIC = re.compile(r"^(?P<target>[ \t]*[\w.]+(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*=[ \t]*)[%!]")
 _HELP = re.compile(r"^(?P<indent>[ \t]*)[\w.]+\?{1,2}[ \t]*$")
+#: `ls /data`: the name a one-line cell begins with, and what follows it.
+_FIRST_WORD = re.compile(r"^[ \t]*(?P<name>[A-Za-z_]\w*)")
+#: IPython's line magics (scripts/generate_ipython_magics.py).
+_MAGICS_PATH = Path(__file__).resolve().parent / "knowledge" / "ipython.json"
 #: How messages name a row of the same file (`ctx.line`).
 _LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
 
@@ -45,10 +52,18 @@ class Cell:
     #: `source` with IPython syntax masked: the text the engine lints.
     masked: str
     had_final_newline: bool
+    #: The indentation IPython removes from the lines that start with it (the first line's).
+    indent: str = ""
 
     @property
     def rows(self) -> int:
         return self.masked.count("\n")
+
+    def shift(self, row: int) -> int:
+        """How many columns of `row` (1-based) the dedent removed."""
+        lines = self.source.splitlines()
+        dedented = bool(self.indent) and 0 < row <= len(lines) and lines[row - 1].startswith(self.indent)
+        return len(self.indent) if dedented else 0
 
 
 @dataclass(frozen=True)
@@ -95,14 +110,25 @@ def read_notebook(data: bytes) -> Notebook:
                 source = _joined(cell.get("source", ""))
                 ended = source.endswith("\n") or not source
                 source = source if ended else source + "\n"
-                cells.append(Cell(position + 1, position, source, mask(source), ended))
+                cells.append(Cell(position + 1, position, source, mask(source), ended, leading_indent(source)))
     return Notebook(document, tuple(cells))
+
+
+def leading_indent(source: str) -> str:
+    """The indentation of the cell's first line that holds anything: IPython removes it from every
+    line that starts with it before it runs the cell (`    import os` runs as `import os`)."""
+    first = next((line for line in source.splitlines() if line.strip()), "")
+    return first[: len(first) - len(first.lstrip(" \t"))]
 
 
 def mask(source: str) -> str:
     """The cell with each IPython-only line replaced by Python of the same rows: `pass` at its
-    indentation (so blocks still parse), `x = ...` for `x = !ls`, nothing for a foreign cell magic."""
-    lines = source.splitlines(keepends=True)
+    indentation (so blocks still parse), `x = ...` for `x = !ls`, nothing for a foreign cell magic;
+    dedented as IPython dedents it."""
+    indent = leading_indent(source)
+    lines = [line.removeprefix(indent) for line in source.splitlines(keepends=True)]
+    if _automagic(lines):
+        return "pass\n" + "\n" * (len(lines) - 1)
     # Colab runs a cell magic after its form's comment lines (`#@title ...`), so look past them.
     first = next((row for row, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")), None)
     if first is not None and lines[first].startswith("%%"):
@@ -127,6 +153,29 @@ def mask(source: str) -> str:
     return "".join(masked)
 
 
+def _automagic(lines: list[str]) -> bool:
+    """A cell of one line (blank lines above it aside, none below) that begins with a line magic's name and is
+    not Python: IPython's automagic runs `ls /data` as `%ls /data` (only in a one-line cell). A line
+    that is Python (`run(model)`, `ls = []`) is kept: which of the two IPython runs depends on the
+    names the session has bound."""
+    rest = lines[next((row for row, line in enumerate(lines) if line.strip()), len(lines)) :]
+    if len("".join(rest).splitlines()) != 1:
+        return False
+    words = _FIRST_WORD.match(rest[0])
+    if words is None or words.group("name") not in _line_magics():
+        return False
+    try:
+        compile(rest[0], "<cell>", "exec")
+    except SyntaxError:
+        return True
+    return False
+
+
+@cache
+def _line_magics() -> frozenset[str]:
+    return frozenset(json.loads(_MAGICS_PATH.read_text(encoding="utf-8"))["line_magics"])
+
+
 def to_cells(notebook: Notebook, diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
     """Findings in `notebook.text` as findings in its cells."""
     return [_to_cell(notebook, diagnostic) for diagnostic in diagnostics]
@@ -136,7 +185,8 @@ def _to_cell(notebook: Notebook, diagnostic: Diagnostic) -> Diagnostic:
     cell, row = notebook.cell_at(diagnostic.start.row)
 
     def moved(position: Position) -> Position:
-        return Position(position.row - (diagnostic.start.row - row), position.column)
+        row_in_cell = position.row - (diagnostic.start.row - row)
+        return Position(row_in_cell, position.column + cell.shift(row_in_cell))
 
     fix = diagnostic.fix
     if fix is not None:
@@ -159,12 +209,12 @@ def _line_in_cell(notebook: Notebook, row: int, current: Cell) -> str:
 def to_text(notebook: Notebook, diagnostic: Diagnostic) -> Diagnostic:
     """The inverse of `to_cells` for the positions (for `--add-noqa`)."""
     offset = notebook.first_row(diagnostic.cell) - 1
-    return replace(
-        diagnostic,
-        start=Position(diagnostic.start.row + offset, diagnostic.start.column),
-        end=Position(diagnostic.end.row + offset, diagnostic.end.column),
-        cell=None,
-    )
+    cell = next(cell for cell in notebook.cells if cell.number == diagnostic.cell)
+
+    def placed(position: Position) -> Position:
+        return Position(position.row + offset, position.column - cell.shift(position.row))
+
+    return replace(diagnostic, start=placed(diagnostic.start), end=placed(diagnostic.end), cell=None)
 
 
 def with_text(notebook: Notebook, fixed: str) -> dict[int, str] | None:
@@ -184,7 +234,7 @@ def with_text(notebook: Notebook, fixed: str) -> dict[int, str] | None:
             return None
         # A deletion or replacement stays in its cell; an insertion joins the line above it.
         owner = owners[i1] if i1 < i2 else owners[max(i1 - 1, 0)]
-        lines[owner.number].extend(after[j1:j2])
+        lines[owner.number].extend(owner.indent + line if line.strip() else line for line in after[j1:j2])
     changed = {}
     for cell in notebook.cells:
         source = "".join(lines[cell.number])
@@ -218,7 +268,6 @@ def cell_source(data: bytes, number: int) -> str | None:
 
 def _joined(source: object) -> str:
     return "".join(source) if isinstance(source, list) else str(source)
-
 
 
 def json_region(data: bytes, number: int, start: Position, end: Position) -> tuple[Position, Position] | None:

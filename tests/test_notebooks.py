@@ -3,6 +3,7 @@ syntax masked, findings at `path:cell N:row:col`, fixes written back into the ce
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import sys
@@ -200,3 +201,66 @@ def test_a_top_level_launch_in_a_notebook_is_not_an_unguarded_start(capsys, tmp_
     (tmp_path / "prepare.py").write_text(launch)
     _, out, _ = run(capsys, "--select", "GML211", "--output-format", "concise", ".")
     assert [line.split(":")[0] for line in out.splitlines() if "GML211" in line] == ["prepare.py"]
+
+
+INDENTED_BRIDGE = "".join(f"    {line}\n" for line in BRIDGE.splitlines())
+
+
+def test_a_cell_indented_as_a_whole_is_dedented_as_ipython_runs_it(capsys, tmp_path):
+    path = write(tmp_path / "nb.ipynb", notebook(IMPORTS, INDENTED_BRIDGE))
+    _, out, _ = run(capsys, "--output-format", "concise", "nb.ipynb")
+    assert out.startswith("nb.ipynb:cell 3:3:5: GML106 `a[0]` also changes `t`")  # the column as written
+    run(capsys, "--fix", "--unsafe-fixes", "nb.ipynb")
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    assert cells[2]["source"][1] == "    t = torch.from_numpy(a).clone()\n"  # written back indented
+    run(capsys, "--add-noqa", str(write(tmp_path / "again.ipynb", notebook(IMPORTS, INDENTED_BRIDGE))))
+    cells = json.loads((tmp_path / "again.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert cells[2]["source"][2] == "    a[0] = 1  # noqa: GML106\n"
+
+
+def test_a_one_line_cell_automagic_runs_is_masked(capsys, tmp_path):
+    write(tmp_path / "nb.ipynb", notebook(IMPORTS, "ls /content/checkpoints/", "cd ..", "pip install timm"))
+    code, out, _ = run(capsys, "nb.ipynb")
+    assert (code, out) == (0, "All checks passed!\n")
+    # In a cell of two lines automagic is off, and Python's error stands.
+    write(tmp_path / "nb.ipynb", notebook("x = 1\ncd .."))
+    _, out, _ = run(capsys, "--output-format", "concise", "nb.ipynb")
+    assert "nb.ipynb:cell 2:2:" in out and "GML001" in out
+
+
+#: Cells whose IPython transforms the masking follows (compared with IPython itself below).
+_TRANSFORMED_CELLS = (
+    "    import os\n    x = 1\n",
+    "\n\n  a = 1\n  if a:\n      b = 2\n",
+    "\tcd ..\n",
+    "ls /content/checkpoints/",
+    "pip install timm",
+    "ls = []\n",
+    "x = 1\nls /tmp\n",
+    "ls /tmp\n\n",
+    "print(1)\n",
+)
+
+
+@pytest.mark.parametrize("source", _TRANSFORMED_CELLS)
+def test_masking_agrees_with_ipython(source):
+    shell = pytest.importorskip("IPython.core.interactiveshell").InteractiveShell.instance()
+    ran = shell.transform_cell(source)
+    masked = mask(source if source.endswith("\n") else source + "\n")
+    if "run_line_magic(" in ran:
+        assert masked.strip() == "pass"
+    else:
+        assert masked.lstrip("\n") == ran.lstrip("\n")
+
+
+def test_the_line_magics_table_is_what_ipython_has():
+    pytest.importorskip("IPython")
+    script = Path(__file__).parents[1] / "scripts" / "generate_ipython_magics.py"
+    spec = importlib.util.spec_from_file_location("generate_ipython_magics", script)
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    table = json.loads(generator.OUT_PATH.read_text(encoding="utf-8"))
+    assert table["line_magics"] == generator.build_table()["line_magics"], (
+        "ipython.json is stale: run `python scripts/generate_ipython_magics.py`"
+    )
+    assert table["automagic"]
