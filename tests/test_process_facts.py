@@ -81,6 +81,67 @@ def test_f38_recorded_cuda_tensor_sent_on_never_arrives():
         assert relayed["relay_alive_when_read"] is relay_alive
         assert relayed["outcome"] == "Empty", name  # the reader's get(timeout=60) saw nothing
         assert (relayed["relay_exitcode"], relayed["reader_exitcode"]) == (0, 0)
+    copied = RECORDED["relay_sends_clone"]  # `outbox.put(x.clone())`: the relay owns the copy
+    assert (copied["outcome"], copied["detail"]) == ("read", 3.0)
+    refused = "Attempted to send CUDA tensor received from another process"
+    # Sent on through a Pipe (pickled in the relay's own thread): the tensor, a view, a spawn argument.
+    for name in ("resend_from_queue", "resend_view_from_queue", "resend_process_argument"):
+        assert RECORDED[name]["outcome"] == "RuntimeError" and refused in RECORDED[name]["detail"], name
+    assert (RECORDED["resend_product_from_queue"]["outcome"], RECORDED["resend_product_from_queue"]["mean"]) == (
+        "sent",
+        6.0,
+    )
+    assert (RECORDED["resend_clone_from_queue"]["outcome"], RECORDED["resend_clone_from_queue"]["mean"]) == (
+        "sent",
+        3.0,
+    )
+    back = RECORDED["relay_back_to_first_sender"]  # a reply with the received tensor, to its first sender
+    assert back["outcome"] == "Empty" and any(refused in line for line in back["stderr"])
+
+
+_CPU_RELAY = """
+import json, sys, torch, torch.multiprocessing as mp
+
+def relay(inbox, outbox, release):
+    outbox.put(inbox.get())  # sent on as received
+    release.wait(60)
+
+def reader(outbox, answers):
+    y = outbox.get(timeout=30)
+    y.add_(1)
+    answers.put((y.mean().item(), y.is_shared()))
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)  # a child forked after the OpenMP pool ran can hang in its first op
+    ctx = mp.get_context(sys.argv[1])
+    inbox, outbox, answers, release = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Event()
+    x = torch.full((1 << 16,), 3.0)
+    middle = ctx.Process(target=relay, args=(inbox, outbox, release))
+    end = ctx.Process(target=reader, args=(outbox, answers))
+    middle.start()
+    end.start()  # before the put: forking while a queue's feeder thread runs can hang the child
+    inbox.put(x)
+    read, shared = answers.get(timeout=60)
+    release.set()
+    middle.join()
+    end.join()
+    print(json.dumps({"read": read, "shared": shared, "first_sender_sees": x.mean().item(),
+                      "exitcodes": [middle.exitcode, end.exitcode]}))
+"""
+
+
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_f38_a_cpu_tensor_can_be_sent_on(tmp_path, method):
+    # A CPU tensor lives in shared memory (F12): relayed to a third process it arrives, and the
+    # reader's write reaches the first sender. (GML213 reports only CUDA tensors sent on.)
+    script = tmp_path / "relay.py"
+    script.write_text(_CPU_RELAY)
+    done = subprocess.run(
+        [sys.executable, str(script), method], capture_output=True, text=True, timeout=120, check=False
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert lines, done.stderr[-400:]
+    assert json.loads(lines[-1]) == {"read": 4.0, "shared": True, "first_sender_sees": 4.0, "exitcodes": [0, 0]}
 
 
 def _put_and_exit(queue):

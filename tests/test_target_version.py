@@ -128,6 +128,17 @@ _DEFAULT_LAUNCHES = {
         "macOS and Windows (spawn; fork on Linux here)",
         "forkserver here",
     ),
+    # A CUDA tensor handed as an argument arrives as an IPC handle under forkserver; a forked child cannot use it
+    # (GML203's), so it sends nothing on.
+    "GML213": (
+        (
+            "import torch\nimport multiprocessing as mp\n\ndef child(t, q, done):\n    q.put(t)\n    done.wait()\n\n"
+            "if __name__ == '__main__':\n    q, done = mp.Queue(), mp.Event()\n"
+            "    mp.Process(target=child, args=(torch.ones(3).cuda(), q, done)).start()\n"
+        ),
+        None,
+        "an argument of `child`",
+    ),
 }
 
 

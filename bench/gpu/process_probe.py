@@ -7,7 +7,10 @@ probe did) and prints one JSON object. docs/facts.md F13-F15 quote the output (H
 torch 2.11.0+cu130, 2026-11-29); tests/test_process_facts.py checks the recorded JSON
 against them, and tests/gpu/test_process_probe_gpu.py re-runs the CUDA probes on a GPU.
 The two relay probes (a received CUDA tensor sent on to a third process, issue 18) were first run
-on 2026-12-01 (the same H200 and torch): docs/facts.md F38.
+on 2026-12-01 (the same H200 and torch): docs/facts.md F38. The clone relay, the resend probes (sent
+on through a Pipe, which pickles in the relay's own thread, so it sees the error) and the reply to
+the first sender were run later that day (`process_probe.py relay_sends_clone resend_from_queue ...`,
+merged into the JSON): F38 and GML213's page quote them.
 """
 
 from __future__ import annotations
@@ -112,7 +115,7 @@ import json, torch, torch.multiprocessing as mp
 def relay(inbox, outbox, answers, release):
     x = inbox.get()
     try:
-        outbox.put(x)
+        outbox.put({sent})
     except Exception as error:
         answers.put(("relay " + type(error).__name__, str(error)[:300]))
         return
@@ -145,6 +148,62 @@ if __name__ == "__main__":
                       "relay_exitcode": middle.exitcode, "reader_exitcode": end.exitcode}}))
 """
 
+# The same relay sending on through a Pipe, which pickles in the sending thread, so that the relay sees
+# why: the parent hands a CUDA tensor over (on a queue, or as a spawn Process argument), the relay sends
+# `{sent}` back to the parent, which reads it.
+_CUDA_RESEND = """
+import json, torch, torch.multiprocessing as mp
+
+def relay(inbox, x, conn, answers, release):
+    if x is None:
+        x = inbox.get()
+    try:
+        conn.send({sent})
+        answers.put(("sent", ""))
+    except Exception as error:
+        answers.put((type(error).__name__, str(error)[:300]))
+    release.wait(120)
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    inbox, answers, release = ctx.Queue(), ctx.Queue(), ctx.Event()
+    here, there = ctx.Pipe()
+    x = torch.full((1 << 20,), 3.0, device="cuda")
+    middle = ctx.Process(target=relay, args=(inbox, {argument}, there, answers, release))
+    middle.start()
+    {hand_over}
+    outcome, detail = answers.get(timeout=120)
+    mean = here.recv().mean().item() if outcome == "sent" else None
+    release.set()
+    middle.join()
+    print(json.dumps({{"outcome": outcome, "detail": detail, "mean": mean, "relay_exitcode": middle.exitcode}}))
+"""
+
+# A worker puts the CUDA tensor it received back on a queue to the process that made it (a reply).
+_CUDA_BACK_TO_SENDER = """
+import json, queue, torch, torch.multiprocessing as mp
+
+def worker(inbox, replies, release):
+    x = inbox.get()
+    replies.put(x)
+    release.wait(120)
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    inbox, replies, release = ctx.Queue(), ctx.Queue(), ctx.Event()
+    x = torch.full((1 << 20,), 3.0, device="cuda")
+    p = ctx.Process(target=worker, args=(inbox, replies, release))
+    p.start()
+    inbox.put(x)
+    try:
+        outcome, mean = "read", replies.get(timeout=30).mean().item()
+    except queue.Empty:
+        outcome, mean = "Empty", None
+    release.set()
+    p.join()
+    print(json.dumps({"outcome": outcome, "mean": mean, "worker_exitcode": p.exitcode}))
+"""
+
 # A child writes the CPU tensor it received as a Process argument; does the parent see it?
 _CPU_CHILD_WRITE = """
 import json, multiprocessing as mp, torch
@@ -169,8 +228,15 @@ _PROBES = {
     "cuda_queue_both_ways": _CUDA_QUEUE_BOTH_WAYS,
     "producer_exits_before_read": _PRODUCER_EXITS.format(keep_alive=False, wait="p.join()"),
     "producer_drops_reference_alive": _PRODUCER_EXITS.format(keep_alive=True, wait="time.sleep(3)"),
-    "relay_received_cuda_tensor": _CUDA_RELAY.format(relay_waits=True),
-    "relay_exits_after_sending_on": _CUDA_RELAY.format(relay_waits=False),
+    "relay_received_cuda_tensor": _CUDA_RELAY.format(relay_waits=True, sent="x"),
+    "relay_exits_after_sending_on": _CUDA_RELAY.format(relay_waits=False, sent="x"),
+    "relay_sends_clone": _CUDA_RELAY.format(relay_waits=True, sent="x.clone()"),
+    "resend_from_queue": _CUDA_RESEND.format(argument="None", hand_over="inbox.put(x)", sent="x"),
+    "resend_view_from_queue": _CUDA_RESEND.format(argument="None", hand_over="inbox.put(x)", sent="x[:8]"),
+    "resend_product_from_queue": _CUDA_RESEND.format(argument="None", hand_over="inbox.put(x)", sent="x * 2"),
+    "resend_clone_from_queue": _CUDA_RESEND.format(argument="None", hand_over="inbox.put(x)", sent="x.clone()"),
+    "resend_process_argument": _CUDA_RESEND.format(argument="x", hand_over="pass", sent="x"),
+    "relay_back_to_first_sender": _CUDA_BACK_TO_SENDER,
     "cpu_child_write_spawn": _CPU_CHILD_WRITE.format(method="spawn"),
     "cpu_child_write_fork": _CPU_CHILD_WRITE.format(method="fork"),
 }
@@ -189,7 +255,12 @@ def run(source: str) -> dict:
             return {"error": "timeout"}
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     result = json.loads(lines[-1]) if lines else {"error": done.stderr.strip()[-400:]}
-    warnings = [line.strip()[:200] for line in done.stderr.splitlines() if "CudaIPCTypes" in line or "Producer" in line]
+    # The CUDA IPC warnings, and the last line of any traceback a queue's feeder thread printed.
+    warnings = [
+        line.strip()[:200]
+        for line in done.stderr.splitlines()
+        if "CudaIPCTypes" in line or "Producer" in line or line.startswith(("RuntimeError", "TypeError"))
+    ]
     if warnings:
         result["stderr"] = warnings[:2]
     return result
@@ -198,10 +269,11 @@ def run(source: str) -> dict:
 def main() -> None:
     import torch
 
+    names = sys.argv[1:] or list(_PROBES)  # `process_probe.py resend_from_queue ...`: only those
     report = {
         "torch": torch.__version__,
         "device": torch.cuda.get_device_name(0) if torch.cuda.device_count() else None,
-        "probes": {name: run(source) for name, source in _PROBES.items()},
+        "probes": {name: run(_PROBES[name]) for name in names},
     }
     json.dump(report, sys.stdout, indent=1)
     print()

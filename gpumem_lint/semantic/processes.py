@@ -59,6 +59,7 @@ class ProcessTable:
     pool_methods: dict[str, tuple[str, bool]]
     executor_methods: dict[str, tuple[str, bool]]
     send_methods: dict[str, frozenset[str]]
+    receive_methods: frozenset[str]
     wait_methods: frozenset[str]
     wait_functions: frozenset[str]
     queue_parameter: re.Pattern
@@ -83,6 +84,7 @@ def process_table() -> ProcessTable:
         pool_methods=calls(data["pool_methods"]),
         executor_methods=calls(data["executor_methods"]),
         send_methods={kind: frozenset(names) for kind, names in data["send_methods"].items()},
+        receive_methods=frozenset(data["receive_methods"]["methods"]),
         wait_methods=frozenset(data["waits"]["methods"]),
         wait_functions=frozenset(data["waits"]["functions"]),
         queue_parameter=re.compile(data["queue_parameters"]["pattern"]),
@@ -123,6 +125,9 @@ class Crossing:
     #: Memory handed over before anything wrote it (`torch.empty(n)`, F35): a buffer for the
     #: receiver to fill, with no values of the sender's to overwrite.
     blank: frozenset[Storage] = frozenset()
+    #: A queue or pipe send: the call that made the queue or pipe in this scope (`ctx.Queue()`), or
+    #: the name of the parameter holding it (`outbox` in `def relay(inbox, outbox)`); None if unknown.
+    channel: cst.CSTNode | str | None = None
 
 
 @dataclass(eq=False)
@@ -148,6 +153,9 @@ class ProcessFacts:
     start_method_settings: list[tuple[cst.Call, str]] = field(default_factory=list)
     #: Places bound to a process object, for rules that follow `p.start()` or `pool.map(...)`.
     process_objects: dict[Handle, ProcessObject] = field(default_factory=dict)
+    #: Calls that take what another process sent (`inbox.get()`, `conn.recv()`) -> the channel, named
+    #: as in `Crossing.channel`. What they return is the handle made at the call (its `node`).
+    receives: dict[cst.Call, cst.CSTNode | str] = field(default_factory=dict)
 
 
 class ProcessSemantics:
@@ -193,7 +201,10 @@ class ProcessSemantics:
             if value is not None:
                 return value
         elif method in table.send_methods["queue"] | table.send_methods["pipe"] and self._queue_parameter(func.value):
-            return self._send(node, "queue" if method in table.send_methods["queue"] else "pipe", args, state)
+            kind = "queue" if method in table.send_methods["queue"] else "pipe"
+            return self._send(node, kind, args, state, dotted_name(func.value))
+        elif method in table.receive_methods and self._queue_parameter(func.value):
+            self.process_facts.receives[node] = dotted_name(func.value)
         if method in table.wait_methods and not any(arg.keyword is None for arg in node.args):
             self._finish_open(state)
         return None
@@ -260,7 +271,9 @@ class ProcessSemantics:
         if owner.kind == "executor" and method in table.executor_methods:
             return self._task(node, "executor", owner, *table.executor_methods[method], args, state)
         if owner.kind in table.send_methods and method in table.send_methods[owner.kind]:
-            return self._send(node, owner.kind, args, state)
+            return self._send(node, owner.kind, args, state, owner.node)
+        if owner.kind in table.send_methods and method in table.receive_methods and owner.node is not None:
+            self.process_facts.receives[node] = owner.node
         return None
 
     def _construct(self, node: cst.Call, kind: str, start_method: str | None, args, state: State) -> Value:
@@ -343,8 +356,8 @@ class ProcessSemantics:
             self._open_crossing(crossing, state)
         return Value(frozenset({self._fresh(node, "", EMPTY)}))
 
-    def _send(self, node: cst.Call, kind: str, args, state: State) -> Value:
-        crossing = self._record(Crossing(node, kind, None, _union(args[:1])))
+    def _send(self, node: cst.Call, kind: str, args, state: State, channel: cst.CSTNode | str | None) -> Value:
+        crossing = self._record(Crossing(node, kind, None, _union(args[:1]), channel=channel))
         self._open_crossing(crossing, state)
         return EMPTY
 

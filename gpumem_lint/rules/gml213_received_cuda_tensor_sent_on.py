@@ -1,0 +1,288 @@
+from collections.abc import Iterator
+
+import libcst as cst
+
+from gpumem_lint.context import FileContext
+from gpumem_lint.diagnostics import Severity
+from gpumem_lint.rules._boundaries import CudaEvidence, crossing_text, cuda_evidence, process_model
+from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.boundaries import ProcessModel, Receiver
+from gpumem_lint.semantic.devices import made_on_cuda
+from gpumem_lint.semantic.flow import ScopeFacts
+from gpumem_lint.semantic.processes import FRESH_METHODS, PROCESS_CROSSING, Crossing
+from gpumem_lint.semantic.values import AliasKind, Handle, Role
+
+#: Sends and receives go through queues and pipes; processes started here hand them over.
+_CHANNELS = ("queue", "pipe")
+_STARTS = ("process", "spawn")
+
+
+class ReceivedCudaTensorSentOn(Rule):
+    """
+    ## What it does
+    Flags a queue `put` or pipe `send` of a CUDA tensor that this process received from
+    another one: taken from a queue or pipe (`x = inbox.get()`) that the module fills with CUDA
+    tensors, or handed to a child started with spawn or forkserver as a `Process` argument. The
+    tensor counts when it is sent itself, a view of it, or inside a tuple, list or dict; a copy
+    (`x.clone()`, `x * 2`, `x.cpu()`) is new memory and is not reported.
+
+    ## Why is this bad?
+    A CUDA tensor crosses a process boundary as an IPC handle to memory its first sender
+    owns, and torch does not share such a received tensor again. Measured on an H200 (torch
+    2.11.0+cu130, [docs/facts.md](../docs/facts.md) F38, `bench/gpu/process_probe.json`): a
+    relay that took a CUDA tensor from one spawn queue and put it on a second one never
+    reached the reader, whose `get(timeout=60)` raised `queue.Empty`, whether the relay stayed
+    alive or not; the relay saw no error, because a queue pickles in its feeder thread, and every
+    process exited 0. Sent through a `Pipe`, which pickles in the sending thread, the relay's
+    `send` raised `RuntimeError: Attempted to send CUDA tensor received from another process;
+    this is not currently supported. Consider cloning before sending.`, for the tensor, a view of
+    it and a tensor received as a spawn `Process` argument alike; `x.clone()` and `x * 2` arrived.
+    A reply that puts the received tensor back on a queue to its first sender never arrives either.
+
+    A CPU tensor can be sent on: it lives in shared memory, which every process can map (F12).
+    Run on the CPU (3 processes, spawn and fork), a tensor relayed through a second queue
+    reached the reader, and the reader's write reached the first sender
+    (`tests/test_process_facts.py`).
+
+    ## Known problems
+    A tensor counts as a CUDA tensor when the syntax of its first send says so (`.cuda()`,
+    `device="cuda"`, a name bound to a CUDA device; GML203's evidence), in the same module as
+    the relay. A channel is followed from the call that made it (`ctx.Queue()`) into the
+    functions started with it as an argument; a queue reached otherwise (a global, an attribute)
+    is not. Methods that may return their own tensor (`x.contiguous()`, `x.to(device)`) are
+    taken for copies.
+
+    ## Example
+    ```python
+    def relay(inbox, outbox):
+        batch = inbox.get()  # a CUDA tensor from the main process
+        outbox.put(batch)
+    ```
+
+    ## Use instead
+    ```python
+    def relay(inbox, outbox, done):
+        batch = inbox.get()
+        outbox.put(batch.clone())  # the relay owns the copy
+        done.wait()  # and keeps it alive until the reader has it
+    ```
+    or let the first sender put the tensor on the reader's queue itself.
+
+    ## Fix safety
+    There is no automatic fix. A copy costs GPU memory and makes the relay its owner, which
+    must then stay alive while the reader uses it (GML209), and the reader's writes no longer
+    reach the first sender's tensor.
+
+    ## References
+    - [torch.multiprocessing: sharing CUDA tensors](https://docs.pytorch.org/docs/stable/multiprocessing.html#sharing-cuda-tensors)
+    """
+
+    code = "GML213"
+    name = "received-cuda-tensor-sent-on"
+    severity = Severity.ERROR
+    summary = "A CUDA tensor received from another process is sent on to a third"
+    fix_title = (
+        "Send a copy (`x.clone()`) and keep this process alive until the reader has it, or let the first sender "
+        "send the tensor to the reader itself"
+    )
+    triggers = ("multiprocessing",)
+    file_trigger = PROCESS_CROSSING
+    VALID = (
+        """
+import torch
+import torch.multiprocessing as mp
+
+def relay(inbox, outbox, done):
+    batch = inbox.get()
+    outbox.put(batch.clone())
+    done.wait()
+
+def main():
+    ctx = mp.get_context("spawn")
+    inbox, outbox, done = ctx.Queue(), ctx.Queue(), ctx.Event()
+    ctx.Process(target=relay, args=(inbox, outbox, done)).start()
+    inbox.put(torch.ones(8, device="cuda"))
+""",
+        """
+import torch
+import torch.multiprocessing as mp
+
+def relay(inbox, outbox, done):
+    batch = inbox.get()
+    outbox.put(batch)
+    done.wait()
+
+def main():
+    ctx = mp.get_context("spawn")
+    inbox, outbox, done = ctx.Queue(), ctx.Queue(), ctx.Event()
+    ctx.Process(target=relay, args=(inbox, outbox, done)).start()
+    inbox.put(torch.ones(8))  # a CPU tensor: in shared memory, it can be sent on
+""",
+        """
+import torch
+import torch.multiprocessing as mp
+
+def relay(inbox, outbox, done):
+    batch = inbox.get()
+    outbox.put(batch * 2)  # new memory, owned by the relay
+    done.wait()
+
+def main():
+    ctx = mp.get_context("spawn")
+    inbox, outbox, done = ctx.Queue(), ctx.Queue(), ctx.Event()
+    ctx.Process(target=relay, args=(inbox, outbox, done)).start()
+    inbox.put(torch.ones(8, device="cuda"))
+""",
+    )
+    INVALID = (
+        Invalid(
+            """
+import torch
+import torch.multiprocessing as mp
+
+def relay(inbox, outbox, done):
+    batch = inbox.get()
+    outbox.put(batch)
+    done.wait()
+
+def main():
+    ctx = mp.get_context("spawn")
+    inbox, outbox, done = ctx.Queue(), ctx.Queue(), ctx.Event()
+    ctx.Process(target=relay, args=(inbox, outbox, done)).start()
+    inbox.put(torch.ones(8, device="cuda"))
+""",
+            (7,),
+        ),
+        Invalid(
+            """
+import torch
+import torch.multiprocessing as mp
+
+def produce(results, done):
+    results.put(torch.randn(4, 4, device="cuda"))
+    done.wait()
+
+def main():
+    ctx = mp.get_context("spawn")
+    results, to_writer, done = ctx.Queue(), ctx.Queue(), ctx.Event()
+    ctx.Process(target=produce, args=(results, done)).start()
+    batch = results.get()
+    to_writer.put((batch, 0))
+""",
+            (14,),
+        ),
+        Invalid(
+            """
+import torch
+import torch.multiprocessing as mp
+
+def relay(batch, conn, done):
+    conn.send(batch[:2])
+    done.wait()
+
+def main():
+    ctx = mp.get_context("spawn")
+    (here, there), done = ctx.Pipe(), ctx.Event()
+    ctx.Process(target=relay, args=(torch.ones(8, device="cuda"), there, done)).start()
+    print(here.recv())
+""",
+            (6,),
+        ),
+    )
+
+    def check(self, ctx: FileContext) -> Iterator[Report]:
+        model = process_model(ctx)
+        evidence = cuda_evidence(ctx)
+        channels = _cuda_channels(model, evidence)
+        reported: set[int] = set()
+        for facts, send, received in _relays(model, evidence, channels):
+            if id(send.node) in reported:
+                continue
+            reported.add(id(send.node))
+            where = f"line {ctx.line(received)}" if received is not None else f"an argument of `{facts.scope.name}`"
+            yield Report(
+                send.node,
+                f"{crossing_text(ctx, send)} sends on a CUDA tensor received from another process ({where}): torch "
+                "refuses to share a received CUDA tensor again, so it never arrives",
+            )
+
+
+def _cuda_channels(model: ProcessModel, evidence: CudaEvidence) -> set[cst.CSTNode]:
+    """The queues and pipes (by the call that made them) some process of this module puts CUDA tensors on:
+    a scope that made the channel, or a child started with it as an argument."""
+    channels: set[cst.CSTNode] = set()
+    for facts, crossing in model.crossings():
+        if crossing.kind in _CHANNELS and isinstance(crossing.channel, cst.CSTNode):
+            if evidence.sends_cuda(facts, crossing):
+                channels.add(crossing.channel)
+        elif crossing.kind in _STARTS:
+            receiver = model.receiver(facts, crossing)
+            if receiver is None:
+                continue
+            for send in receiver.facts.processes.crossings:
+                if (
+                    send.kind in _CHANNELS
+                    and isinstance(send.channel, str)
+                    and send.channel in receiver.received
+                    and evidence.sends_cuda(receiver.facts, send)
+                ):
+                    channels |= _objects(receiver.received[send.channel].handles)
+    return channels
+
+
+def _relays(
+    model: ProcessModel, evidence: CudaEvidence, channels: set[cst.CSTNode]
+) -> Iterator[tuple[ScopeFacts, Crossing, cst.CSTNode | None]]:
+    """Sends of a received CUDA tensor, with the call that received it (None: a `Process` argument)."""
+    for facts, crossing in model.crossings():
+        if crossing.kind in _CHANNELS:
+            yield from _sent_on(facts, crossing, channels.__contains__, frozenset())
+        elif crossing.kind in _STARTS:
+            receiver = model.receiver(facts, crossing)
+            if receiver is not None:
+                inboxes = {name for name, value in receiver.received.items() if _objects(value.handles) & channels}
+                arguments = _cuda_arguments(model, receiver, evidence)
+                for send in receiver.facts.processes.crossings:
+                    if send.kind in _CHANNELS:
+                        yield from _sent_on(receiver.facts, send, inboxes.__contains__, arguments)
+
+
+def _cuda_arguments(model: ProcessModel, receiver: Receiver, evidence: CudaEvidence) -> frozenset[str]:
+    """The parameters of a child that receive a CUDA tensor by pickling (spawn, forkserver): as IPC handles.
+    A forked child cannot use them at all (GML203)."""
+    method = model.start_method(receiver.crossing)
+    if method.name not in FRESH_METHODS:
+        return frozenset()
+    return frozenset(
+        name
+        for name, value in receiver.received.items()
+        if any(made_on_cuda(h, evidence.names, evidence.imports) for h in value.handles if h.role is None)
+    )
+
+
+def _sent_on(
+    facts: ScopeFacts, send: Crossing, carries_cuda, arguments: frozenset[str]
+) -> Iterator[tuple[ScopeFacts, Crossing, cst.CSTNode | None]]:
+    receives = facts.processes.receives
+    for handle in send.sent.handles:
+        if handle.role is not None or handle.ndarray:
+            continue
+        for source in _aliases(handle):
+            if source.node in receives and carries_cuda(receives[source.node]):
+                yield facts, send, source.node
+                return
+            if source.node is None and source.storage.origin == "param" and source.storage.label in arguments:
+                yield facts, send, None
+                return
+
+
+def _aliases(handle: Handle) -> Iterator[Handle]:
+    """The handle and those it aliases (a view, `.detach()`), up to a numpy bridge: an array is sent by value."""
+    for each in handle.chain():
+        if each.kind is AliasKind.NUMPY:
+            return
+        yield each
+
+
+def _objects(handles) -> set[cst.CSTNode]:
+    return {h.node for h in handles if h.role is Role.PROCESS_OBJECT and h.node is not None}
