@@ -9,6 +9,7 @@ from gpumem_lint.rules._clone_fix import clone_at
 from gpumem_lint.rules._reporting import alias_phrase, first_reads, write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
+from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.values import SNAPSHOT_KINDS, AliasKind, Read
 from gpumem_lint.semantic.write_triggers import WRITES
 
@@ -202,6 +203,18 @@ def fill(values):
     first = buf[0]
     buf[1] = values[1]
     return first.sum()
+""",
+        # read through the module after the load: the loaded values, as meant
+        """
+import torch
+import torch.nn as nn
+
+def test_load_reaches_a_swapped_parameter(model, checkpoint):
+    with torch.no_grad():
+        old = model.scale
+        model.scale = nn.Parameter(old.data.unsqueeze(0))
+    model.load_state_dict(checkpoint)
+    assert torch.equal(model.scale, checkpoint["scale"])
 """,
     )
     INVALID = (
@@ -418,8 +431,21 @@ def _is_stale_snapshot(read: Read, facts: ScopeFacts) -> bool:
         return False
     if reader in facts.written_handles:
         return False  # written through itself: a working view, not a snapshot
+    if write.module and _read_through_module(read):
+        return False
     both_partial = reader.partial and write.partial
     return not both_partial or (reader.index is not None and reader.index == write.index)
+
+
+def _read_through_module(read: Read) -> bool:
+    """`model.load_state_dict(sd)` then `model.head.bias`: a load writes the module's tensors where
+    they are, and a read through the module's own attributes reads what it loaded, as meant; an
+    alias bound elsewhere before the load is what keeps a name for the old values."""
+    call = read.write.node
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)):
+        return False
+    module = dotted_name(call.func.value)
+    return module is not None and read.place.startswith(module + ".")
 
 
 def _is_copy_lookalike_write(read: Read, facts: ScopeFacts) -> bool:
