@@ -168,6 +168,27 @@ def test_f17_a_cpu_tensor_cannot_be_received_once_its_sender_exited():
     waiting.join()
 
 
+class _Pids(torch.utils.data.Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, index):
+        import os
+
+        return os.getpid()
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_dataloader_workers_are_forked_again_each_epoch_unless_persistent(persistent):
+    # Issue 18: CUDA first used by the main process during an epoch reaches the workers of every later
+    # epoch, which are new forks of it; GML205 reports CUDA in worker code whatever the order.
+    loader = torch.utils.data.DataLoader(
+        _Pids(), batch_size=2, num_workers=1, multiprocessing_context="fork", persistent_workers=persistent
+    )
+    epochs = [set(next(iter(loader)).tolist()) for _ in range(2)]
+    assert (epochs[0] == epochs[1]) is persistent
+
+
 class _Counting(torch.utils.data.Dataset):
     def __init__(self):
         self.count = 0
