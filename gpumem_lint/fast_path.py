@@ -10,13 +10,15 @@ read from it:
 - every import, in its original order (the import table is module-wide, read in order);
 - a stub binding the name of a hollowed top-level function or class;
 - class headers and class-level statements, when the module's statements are kept
-  (they belong to the module scope); a class whose source matches `CLASS_LINKS` stays
-  whole, because its methods share what `__init__` builds (an `inplace` module);
+  (they belong to the module scope); in a class with a kept method, or that a kept scope
+  names, the methods that say what its instances hold (`self.fc = nn.Linear(...)`,
+  `register_buffer`, a grad switch) and those that use an attribute holding an `inplace`
+  module (calling it is a write); a method that only reads `self.*` is not needed to judge another;
 - any scope that mentions a kept top-level function by name (calling a function that
   writes its argument is a write in the caller, and confirms that function's finding), and
   its callers in turn, as many calls up as the model follows (semantic/call_depth.py);
-- a class that a kept scope names, whole, and in turn the classes its methods name: what
-  `model = Net()` holds (`model.fc.weight`, a Parameter) comes from `Net.__init__`;
+- a class that a kept scope names, as above, and in turn the classes its kept methods name:
+  what `model = Net()` holds (`model.fc.weight`, a Parameter) comes from `Net.__init__`;
 - a name imported under an alias counts as the name it stands for (`zeros_ as z`).
 
 `Reduction.origin` maps each line back to the file, so positions, `# noqa` and fixes are
@@ -41,14 +43,6 @@ from gpumem_lint.semantic.call_depth import FOLLOWED_CALLS
 if TYPE_CHECKING:
     from gpumem_lint.rules.base import Rule
 
-#: Class text that links its methods to each other in the shared semantic model
-#: (scopes.py: `self.act = nn.ReLU(inplace=True)` in `__init__` makes `self.act(x)` a write in `forward`;
-#: class_facts.py: `self.w = nn.Parameter(...)`, `self.fc = nn.Linear(...)`, `register_buffer`, `x.expand(...)`
-#: say what `self.w`, `self.fc.weight` hold in every method).
-CLASS_LINKS = re.compile(
-    r"inplace|Parameter|register_(?:parameter|buffer)|=\s*(?:torch\.)?nn\.[A-Z]|\.expand(?:_as)?\(|broadcast_to\("
-)
-
 #: A function whose result its callers are judged by (semantic/summaries.py): it returns an
 #: `expand` view, the outputs of one split, a new Parameter or a tensor it made require grad.
 #: Kept when a kept scope names it.
@@ -67,9 +61,13 @@ _WORD_AFTER = re.compile(r"\s*(\w+)")
 #: Where a statement holds statements, in source order (`handlers` and `cases` hold clauses with a body).
 _BLOCKS = ("body", "handlers", "cases", "orelse", "finalbody")
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
 #: What calling an object of a class runs (semantic/class_facts.py `called_method`).
 _CALLED_METHODS = ("__call__", "forward")
 _IMPORT = (ast.Import, ast.ImportFrom)
+#: Text of a method that states what its class's instances hold (`register_buffer`), or that may
+#: turn grad off module-wide (`p.requires_grad_(False)`, `p.requires_grad = False`).
+_FACT_CALLS = re.compile(r"register_(?:parameter|buffer)|requires_grad")
 
 
 def _passes_own_value_to(function: ast.FunctionDef | ast.AsyncFunctionDef, callees: set[str]) -> bool:
@@ -121,7 +119,7 @@ def ast_blocks(statement: ast.AST) -> Iterator[list[ast.stmt]]:
             yield block
 
 
-def ast_statements(tree: ast.Module) -> list[ast.stmt]:
+def ast_statements(tree: ast.Module | _Function | ast.ClassDef) -> list[ast.stmt]:
     """Every statement of CPython's tree; expressions are never entered (they hold none)."""
     found: list[ast.stmt] = []
     pending: list[list[ast.stmt]] = [tree.body]
@@ -142,10 +140,31 @@ class AllOf:
 
 class Stores:
     """A scope trigger: statements that store into a subscript (also as a `for`, `with` or tuple
-    target) or augment a target (`x += y`), found in CPython's tree rather than in the text."""
+    target) or augment a target (`x += y`), found in CPython's tree rather than in the text. An
+    assignment into an item of a name its scope binds only to lists, dicts and sets (`out[i] = y`
+    after `out = []`) is not one: flow.py writes only into an array."""
 
-    def lines(self, tree: ast.Module) -> set[int]:
-        return {node.lineno for node in ast_statements(tree) if _stores(node)}
+    def lines(self, tree: ast.Module, source: _Lines) -> set[int]:
+        statements = list(_scoped_statements(tree))
+        declared = _declared(node for _, node in statements)
+        containers: dict[int, frozenset[str]] = {}
+        bound: dict[tuple[int, str], bool] = {}  # (function, name): its text shows `name = [` or `name = {`
+        found = set()
+        for scope, node in statements:
+            if not _stores(node):
+                continue
+            bases = _item_store_bases(node)
+            if bases and scope is not None:  # in a function
+                for name in bases:
+                    if (id(scope), name) not in bound:
+                        bound[id(scope), name] = _shows_container_binding(source, scope, name)
+                if all(bound[id(scope), name] for name in bases):
+                    if id(scope) not in containers:
+                        containers[id(scope)] = _container_names(scope, declared)
+                    if bases <= containers[id(scope)]:
+                        continue
+            found.add(node.lineno)
+        return found
 
 
 STORES = Stores()
@@ -216,7 +235,7 @@ class _Triggers:
         patterns: list[re.Pattern[str]] = []
         for trigger in triggers:
             if isinstance(trigger, Stores):
-                touched |= trigger.lines(tree)
+                touched |= trigger.lines(tree, lines)
             elif isinstance(trigger, AllOf):
                 first = sorted(lines.touched(trigger.patterns[0]))
                 if first:  # else no scope shows them all
@@ -253,12 +272,135 @@ def _stores(node: ast.AST) -> bool:
     return False
 
 
+def _scoped_statements(tree: ast.Module) -> Iterator[tuple[_Function | None, ast.stmt]]:
+    """Every statement with the function whose names it binds (None at module level and in a class
+    body, whose names this does not follow: a module's names are also bound from its functions)."""
+    pending: list[tuple[list[ast.stmt], _Function | None]] = [(tree.body, None)]
+    while pending:
+        block, scope = pending.pop()
+        for statement in block:
+            yield scope, statement
+            inner = _scope_inside(statement, scope)
+            pending.extend((body, inner) for body in ast_blocks(statement))
+
+
+def _scope_inside(statement: ast.stmt, scope: _Function | None) -> _Function | None:
+    """The function whose names the statements in this one bind."""
+    if isinstance(statement, ast.ClassDef):
+        return None
+    return statement if isinstance(statement, _FUNCTION) else scope
+
+
+def _declared(statements: Iterable[ast.stmt]) -> set[str]:
+    """The names declared `global` or `nonlocal`: a function may bind them for another scope."""
+    return {name for node in statements if isinstance(node, ast.Global | ast.Nonlocal) for name in node.names}
+
+
+def _item_store_bases(node: ast.stmt) -> set[str] | None:
+    """The names an assignment stores items of (`out` of `out[i] = y`), when every store it
+    makes is into an item of a name; else None."""
+    if not isinstance(node, ast.Assign | ast.AnnAssign):
+        return None
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    stores = [store for target in targets for store in _stores_in(target)]
+    if not all(isinstance(store.value, ast.Name) for store in stores):
+        return None
+    return {store.value.id for store in stores}  # type: ignore[attr-defined]
+
+
+def _stores_in(target: ast.expr) -> list[ast.Subscript]:
+    if isinstance(target, ast.Tuple | ast.List):
+        return [store for element in target.elts for store in _stores_in(element)]
+    if isinstance(target, ast.Starred):
+        return _stores_in(target.value)
+    return [target] if _stored_into(target) else []
+
+
+#: What flow.py evaluates to a container, never an array: displays and comprehensions.
+_CONTAINERS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+#: Methods of lists, dicts and sets: a name read only through these is not taken for a tensor
+#: (flow.py gives a name read before it is bound the type its scope's method calls suggest).
+_CONTAINER_METHODS = frozenset(
+    {
+        *("append", "extend", "insert", "pop", "remove", "clear", "copy", "index", "count", "sort", "reverse"),
+        *("keys", "values", "items", "get", "update", "setdefault", "popitem", "move_to_end", "add", "discard"),
+    }
+)
+
+
+def _shows_container_binding(source: _Lines, function: _Function, name: str) -> bool:
+    """Whether the function's text binds name to a display (`out = []`, `d: dict = {}`), or has it
+    as `*args` / `**kwargs`: the cheap test before `_container_names` walks the function."""
+    pattern = rf"\b{name}\s*(?::[^=\n]*)?=\s*[\[{{]|\*{name}\b"
+    return re.search(pattern, source.text_of(function.lineno, function.end_lineno or function.lineno)) is not None
+
+
+def _container_names(function: _Function, declared: set[str]) -> frozenset[str]:
+    """The names a function binds only to containers, by plain assignment: not its parameters
+    (but `*args` and `**kwargs`), nothing declared `global` or `nonlocal`."""
+    arguments = function.args
+    containers = {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+    others = set(declared) | {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    plain: set[int] = set()
+    for node in _own_nodes(function.body):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, _CONTAINERS):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [target for target in targets if isinstance(target, ast.Name)]
+            containers.update(name.id for name in names)
+            plain.update(map(id, names))
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in plain:
+            others.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.attr not in _CONTAINER_METHODS:
+                others.add(node.value.id)
+        elif isinstance(node, (*_FUNCTION, ast.ClassDef)):
+            others.add(node.name)
+        elif isinstance(node, _IMPORT):
+            others.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            others.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            others.add(node.rest)
+    return frozenset(containers - others)
+
+
+def _own_nodes(statements: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The nodes of a scope's statements, each before its children, without the bodies of the
+    functions, lambdas and classes defined in it (their names, defaults and decorators are its own)."""
+    pending: list[ast.AST] = list(reversed(statements))
+    while pending:
+        node = pending.pop()
+        yield node
+        if isinstance(node, (*_FUNCTION, ast.Lambda)):
+            arguments = node.args
+            children = [*arguments.defaults, *filter(None, arguments.kw_defaults), *getattr(node, "decorator_list", ())]
+        elif isinstance(node, ast.ClassDef):
+            children = [*node.bases, *node.keywords, *node.decorator_list]
+        else:
+            children = list(ast.iter_child_nodes(node))
+        pending.extend(reversed(children))
+
+
 def _stored_into(target: ast.expr) -> bool:
     if isinstance(target, ast.Tuple | ast.List):
         return any(_stored_into(element) for element in target.elts)
     if isinstance(target, ast.Starred):
         return _stored_into(target.value)
-    return isinstance(target, ast.Subscript)
+    # `batch["image"] = t` stores into a mapping: tensors are never indexed by strings (flow.py `_store_item`).
+    return isinstance(target, ast.Subscript) and not _is_key(target.slice)
+
+
+def _is_key(index: ast.expr) -> bool:
+    """A string, or a tuple of strings (a nested key), as flow.py `_keyed_by_string` reads them."""
+    if isinstance(index, ast.JoinedStr) or isinstance(index, ast.Constant) and isinstance(index.value, str):
+        return True
+    return isinstance(index, ast.Tuple) and bool(index.elts) and all(map(_is_key, index.elts))
+
+
+def _within(spans: list[tuple[int, int]], starts: list[int], line: int) -> bool:
+    """Whether line lies in one of these disjoint spans, sorted (`starts`: their first lines)."""
+    index = bisect_right(starts, line) - 1
+    return index >= 0 and line <= spans[index][1]
 
 
 def _any_between(lines: list[int], start: int, end: int) -> bool:
@@ -335,7 +477,6 @@ class _Reducer:
         return self.text(unit.start, unit.end)
 
     def run(self) -> Reduction | None:
-        self.class_links = sorted(self.index.touched(CLASS_LINKS))
         # The module's statements are one scope (a trigger's parts may lie in different statements).
         self.body_kept = self.triggers(*((unit.start, unit.end) for unit in self.units if unit.is_statement))
         for unit in self.units:
@@ -362,10 +503,25 @@ class _Reducer:
             for member in unit.members:
                 # Class-level statements run in the module scope: kept with the module's statements.
                 member.kept = self.hit(member) or (self.body_kept and not member.is_function)
-            if any(member.kept for member in unit.members) and _any_between(self.class_links, unit.start, unit.end):
-                for member in unit.members:
-                    member.kept = True
+            if any(member.kept and member.is_function for member in unit.members):
+                self._keep_class_facts(unit)
             self._settle(unit)
+
+    def _keep_class_facts(self, unit: _Unit) -> None:
+        """What a class's instances hold, which its kept methods and the kept scopes that name it
+        read: its header and the methods that state it (a method that only reads `self.*` is not
+        needed to judge another), and those that use an attribute holding an `inplace` module
+        (calling it is a write)."""
+        inplace = _inplace_attributes(unit.node) if "inplace" in self.source(unit) else set()
+        uses_inplace = _self_attributes_pattern(inplace)
+        for member in unit.members:
+            if member.is_function and not member.kept:
+                text = self.source(member)
+                member.kept = (
+                    _FACT_CALLS.search(text) is not None
+                    or _stores_self_attribute(member.node)
+                    or (uses_inplace is not None and uses_inplace.search(text) is not None)
+                )
 
     def _settle(self, unit: _Unit) -> None:
         if unit.members and all(member.kept for member in unit.members):
@@ -453,18 +609,29 @@ class _Reducer:
                 member.kept = member.kept or not member.is_function
             self._settle(unit)
 
+    def _scopes(self) -> Iterator[_Unit]:
+        """The top-level units, and in place of a class hollowed in part, its members."""
+        for unit in self.units:
+            yield from unit.members or [unit]
+
     def _keep_built_classes(self) -> None:
         """Classes whose attribute facts a kept scope relies on by naming them (`model = Net()`, then
         `model.fc.weight`), and in turn those their methods name (`self.encoder = Encoder()`)."""
         pending = {unit.node.name: unit for unit in self.units if unit.is_class and not unit.kept}
+        mentions = list(self.index.words(set(pending))) if pending else []
         while pending:
-            kept = [scope for unit in self.units for scope in unit.members or [unit] if scope.kept]
-            named = {name for line, name in self.index.words(set(pending)) if any(s.start <= line <= s.end for s in kept)}
+            kept = sorted((scope.start, scope.end) for scope in self._scopes() if scope.kept)
+            starts = [start for start, _ in kept]
+            named = {name for line, name in mentions if name in pending and _within(kept, starts, line)}
             if not named:
                 return
             for name in named:
                 unit = pending.pop(name)
-                unit.kept, unit.members = True, []
+                if unit.members:
+                    self._keep_class_facts(unit)
+                    self._settle(unit)
+                else:  # `class A: x = 1`: whole or nothing
+                    unit.kept = True
 
     # -------------------------------------------------------------- output
 
@@ -527,6 +694,66 @@ class _Reducer:
         head = self.lines[first].encode()[node.col_offset :].decode()
         tail = self.lines[last].encode()[: node.end_col_offset].decode()
         return head + "".join(self.lines[first + 1 : last]) + tail
+
+
+def _stores_self_attribute(method: _Function) -> bool:
+    """Whether a method assigns `self.<name>` (semantic/scopes.py: a fact about the class's instances)."""
+    return any(
+        isinstance(target, ast.Attribute) and _is_self(target.value)
+        for statement in ast_statements(method)
+        for target in _targets(statement)
+    )
+
+
+def _targets(statement: ast.stmt) -> Iterator[ast.expr]:
+    """What a statement binds, tuples unpacked."""
+    if isinstance(statement, ast.Assign):
+        pending = list(statement.targets)
+    elif isinstance(statement, ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor):
+        pending = [statement.target]
+    elif isinstance(statement, ast.With | ast.AsyncWith):
+        pending = [item.optional_vars for item in statement.items if item.optional_vars is not None]
+    else:
+        return
+    while pending:
+        target = pending.pop()
+        if isinstance(target, ast.Tuple | ast.List):
+            pending.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            pending.append(target.value)
+        else:
+            yield target
+
+
+def _inplace_attributes(node: ast.ClassDef) -> set[str]:
+    """`act` of `self.act = nn.ReLU(inplace=True)`, `self.act.fn = ...` (semantic/scopes.py `inplace_modules`)."""
+    found = set()
+    for statement in ast_statements(node):
+        if (
+            isinstance(statement, ast.Assign)
+            and isinstance(statement.value, ast.Call)
+            and any(keyword.arg == "inplace" for keyword in statement.value.keywords)
+        ):
+            found.update(filter(None, map(_attribute_of_self, statement.targets)))
+    return found
+
+
+def _attribute_of_self(target: ast.expr) -> str | None:
+    """`act` of `self.act` and of `self.act.fn`."""
+    while isinstance(target, ast.Attribute):
+        if _is_self(target.value):
+            return target.attr
+        target = target.value
+    return None
+
+
+def _self_attributes_pattern(attributes: set[str]) -> re.Pattern[str] | None:
+    """Text that mentions `self.<one of attributes>`."""
+    return re.compile(r"\bself\s*\.\s*(?:" + "|".join(sorted(attributes)) + r")\b") if attributes else None
+
+
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
 
 
 def _has_separate_body(node: ast.ClassDef) -> bool:

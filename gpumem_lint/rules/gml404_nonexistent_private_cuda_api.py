@@ -1,3 +1,4 @@
+import re
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
@@ -58,6 +59,8 @@ class NonexistentPrivateCudaApi(Rule):
     fix_title = "Use the public API in `torch.cuda` / `torch.cuda.memory`"
     triggers = ("_cuda_",)
     file_trigger = BINDING_MODULE
+    #: A finding is a call that names the binding (or a local name imported as it).
+    scope_triggers = (re.compile("_cuda_"),)
     VALID = (
         """
 import torch

@@ -81,6 +81,8 @@ class PrivateCudaMemoryApi(Rule):
     fix_applicability = Applicability.UNSAFE
     triggers = ("_cuda_", *_DEPRECATED)
     file_trigger = re.compile("|".join((BINDING_MODULE.pattern, *_DEPRECATED)))
+    #: A finding is a call that names the binding or the deprecated function (or a local name imported as it).
+    scope_triggers = (re.compile("|".join(("_cuda_", *_DEPRECATED))),)
     VALID = (
         """
 import torch
