@@ -29,7 +29,8 @@ class InplaceWriteOnArgument(Rule):
     afterwards, when nothing says that mutating the argument is the function's job. A function that
     writes its argument and returns nothing (`check_audio(clip)`), or only a constant
     (`return False`, a status flag), is an in-place procedure: its callers read the argument
-    for its result. A `forward` that only applies an in-place layer to its input
+    for its result. So is one that returns the argument it wrote, where the caller drops the
+    result (`paste(frame, face)` alone on its line): the call is made for its write. A `forward` that only applies an in-place layer to its input
     (`return self.act(x)`) is an activation layer itself, and
     is reported only where it reads its input again, as `nn.ReLU(inplace=True)` is.
 
@@ -314,6 +315,18 @@ def refine(x, steps):
     for _ in range(steps):
         g = squash(g)
     return g
+""",
+        # the function returns the image it pastes into, and the caller drops the result: called for the write
+        """
+import torch
+
+def paste(image: torch.Tensor, patch: torch.Tensor) -> torch.Tensor:
+    image[:, :8, :8] = patch
+    return image
+
+def framed(image, patch):
+    paste(image, patch)
+    return image.mean()
 """,
         # asserted to be a list, the argument's items are replaced, not written
         """
@@ -639,7 +652,9 @@ print(torch.equal(initial, before))
                         fix=unshared_write(ctx, write),
                     )
                 elif (called_key(scope), name) in confirmed and facts.returns_value:
-                    call, read = confirmed[called_key(scope), name]
+                    call, read, dropped = confirmed[called_key(scope), name]
+                    if dropped and write.storage in facts.returned:
+                        continue  # `paste(frame, face)` returns the frame it wrote: called for the write
                     yield Report(
                         write.node,
                         f"{write_text(ctx, write)} writes the caller's tensor `{name}` in place: "
@@ -649,11 +664,12 @@ print(torch.equal(initial, before))
                     )
 
 
-def _confirmed_calls(ctx: FileContext) -> dict[tuple[str, str], tuple[cst.CSTNode, cst.CSTNode]]:
+def _confirmed_calls(ctx: FileContext) -> dict[tuple[str, str], tuple[cst.CSTNode, cst.CSTNode, bool]]:
     """Same-module calls whose mutated argument is read again by the caller, by the function and the
     parameter the argument is bound to: a parameter the call leaves at its default (`scratch=None`,
-    allocated by the function) is memory the caller never sees."""
-    confirmed: dict[tuple[str, str], tuple[cst.CSTNode, cst.CSTNode]] = {}
+    allocated by the function) is memory the caller never sees. With each, whether every such call
+    drops the result (made for its effect), which matters when the function returns what it wrote."""
+    confirmed: dict[tuple[str, str], tuple[cst.CSTNode, cst.CSTNode, bool]] = {}
     for facts in ctx.semantic.facts:
         reads_by_write = {}
         for read in facts.reads:
@@ -664,7 +680,9 @@ def _confirmed_calls(ctx: FileContext) -> dict[tuple[str, str], tuple[cst.CSTNod
             read = (own if own is not None and not _passed_again(write, own) else None) or reads_by_write.get(write)
             # Under no_grad (an optimizer step, an update) mutating the argument is the point.
             if write.callee is not None and read is not None and not write.no_grad and not _prepared(facts, write):
-                confirmed.setdefault((write.callee, write.parameter), (write.node, read))
+                key, dropped = (write.callee, write.parameter), id(write.node) in facts.dropped
+                if key not in confirmed or confirmed[key][2] and not dropped:
+                    confirmed[key] = (write.node, read, dropped)
     return confirmed
 
 

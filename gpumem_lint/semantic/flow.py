@@ -84,6 +84,7 @@ class ScopeFacts:
     object_calls: set[str] = field(default_factory=set)  # `Normalize.__call__`, `Block.forward`: run by calls
     called_by_training: bool = False  # a caller that calls backward() passes it a tensor requiring grad
     returned: frozenset[Storage] = frozenset()  # the memory of what the function returns
+    dropped: frozenset[int] = frozenset()  # ids of the calls made for their effect: `f(x)` alone, result unused
     returns_value: bool = False  # some `return` gives a value other than a constant (`None`, `False`, `0`)
     returns: Returns | None = None  # what every `return` gives back, for its callers (summaries.py)
     returns_grad: Grad = Grad.UNKNOWN  # the most any returned tensor requires (NO: only indices, masks)
@@ -166,6 +167,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._init_grad()
         self._filled: set[Storage] = set()  # blank memory some write has filled (in analysis order)
         self._returned: set[Storage] = set()
+        self._dropped: set[int] = set()
         self._return_values: list[Value] = []
         self._containers: list[str] = []  # places an enclosing `isinstance(x, dict)` test shows to be containers
         self._item_keys: dict[Handle, str | None] = {}  # a container's item -> the literal key it is stored under
@@ -206,6 +208,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             overlaps=list(self.overlaps.values()),
             retained=list(self.retained.values()),
             returned=frozenset(self._returned),
+            dropped=frozenset(self._dropped),
             returns_value=bool(self._return_values),
             returns=summarise(self._return_values, self.scope.all_params) if self.scope.is_function else None,
             returns_grad=max(
@@ -280,6 +283,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         elif isinstance(node, cst.AugAssign):
             self._aug_assign(node, state)
         elif isinstance(node, cst.Expr):
+            if type(node.value) is cst.Call:
+                self._dropped.add(id(node.value))
             self._eval(node.value, state)
         elif isinstance(node, cst.Return):
             # `return False`, a status flag, gives the caller no value of its data: still a procedure
