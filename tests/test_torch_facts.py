@@ -410,3 +410,25 @@ def test_f43_a_graph_that_ends_in_a_comparison_keeps_nothing():
     d[size < 0.5] = 0.5
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         (d * 2 + size).sum().backward()
+
+
+def _holds_tensor_memory(value) -> bool:
+    if isinstance(value, (torch.Tensor, torch.UntypedStorage)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_tensor_memory(item) for item in value)
+    return False
+
+
+@pytest.mark.parametrize("name", sorted(_knowledge().python_value_results))
+def test_python_value_results_hold_no_tensor_memory(name):
+    t = torch.arange(6.0).view(2, 3)
+    result = getattr(t[:1, :1] if name == "item" else t, name)()
+    assert not _holds_tensor_memory(result)
+    assert name in _knowledge().non_tensor_results
+
+
+def test_untyped_storage_is_the_tensor_memory_and_not_a_python_value():
+    t = torch.arange(6.0)
+    assert t.untyped_storage().data_ptr() == t.data_ptr()
+    assert "untyped_storage" not in _knowledge().python_value_results

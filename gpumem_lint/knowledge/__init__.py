@@ -62,6 +62,7 @@ class Knowledge:
     wrapper_functions: frozenset[str]
     evidence_methods: frozenset[str]
     non_tensor_results: frozenset[str]
+    python_value_results: frozenset[str]  # `x.tolist()`, `x.item()`: values that hold no tensor memory
     partial_views: frozenset[str]
     not_module_calls: frozenset[str]
     not_tensor_function_prefixes: tuple[str, ...]
@@ -172,6 +173,7 @@ def knowledge() -> Knowledge:
         wrapper_functions=_set(hand["wrappers"]["functions"]),
         evidence_methods=_set(hand["evidence"]["methods"]),
         non_tensor_results=_set(hand["evidence"]["non_tensor_results"]),
+        python_value_results=_set(hand["evidence"]["python_value_results"]),
         partial_views=_set(hand["partial_views"]["methods"]),
         not_module_calls=_set(hand["not_module_calls"]["methods"]),
         not_tensor_function_prefixes=tuple(hand["not_tensor_functions"]["prefixes"]),

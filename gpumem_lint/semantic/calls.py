@@ -274,6 +274,8 @@ class CallSemantics:
                 return self._alias(receiver, node, AliasKind.EXPAND, tensor=True)
             if method in k.view_methods:
                 return self._alias(receiver, node, AliasKind.VIEW, partial=method in self.k.partial_views, tensor=True)
+        if method in k.python_value_results:
+            return self._python_value(node)  # `scores = scores.tolist()`: numbers, none of the tensor's memory
         tensor = (
             method in k.tensor_result_methods
             or method in k.may_alias_methods

@@ -1068,6 +1068,11 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         handle.ndarray = ndarray
         return Value(frozenset({handle}), tensor, ndarray)
 
+    def _python_value(self, node: cst.CSTNode) -> Value:
+        """Numbers, or a list of them (`x.tolist()`): a copy of the values, holding no tensor's memory."""
+        key = ("value", id(node))
+        return Value(frozenset({self._born_handle(key, self._storage(key, "", "value"), AliasKind.OWN, node)}))
+
     def _storage(self, key: tuple, label: str, origin: str, parent: Storage | None = None) -> Storage:
         storage = self._storages.get(key)
         if storage is None:

@@ -58,8 +58,10 @@ class ReleaseSemantics:
         return False
 
     def _note_delete(self, place: str, target: cst.CSTNode, state: State) -> None:
-        handles = frozenset(h for h in state.env.get(place, ()) if not keyword.iskeyword(h.storage.label))
-        if handles:  # `x = None; del x` deletes no memory
+        handles = frozenset(
+            h for h in state.env.get(place, ()) if not keyword.iskeyword(h.storage.label) and h.storage.origin != "value"
+        )
+        if handles:  # `x = None; del x` deletes no memory, nor `x = t.tolist(); del x`
             self._deleted[place] = (target, handles)
 
     def _note_release_call(self, node: cst.Call, qualified: str | None, state: State) -> None:

@@ -67,7 +67,7 @@ class Role(str, Enum):
 @dataclass(eq=False)
 class Storage:
     label: str
-    origin: str  # "param", "external", "fresh"
+    origin: str  # "param", "external", "fresh"; "none" for None, "value" for Python numbers (`x.tolist()`)
     parent: Storage | None = None
     blank: bool = False  # `torch.empty(n)`: allocated without values
 
