@@ -303,7 +303,7 @@ class Add_(nn.Module):
 def blocks():
     return nn.Sequential(nn.Linear(10, 10), Add_(), nn.Linear(10, 10))
 """,
-        # the loop hands the written tensor back to the call: nothing reads it as if unchanged
+        # `g = squash(g)` binds `g` to the result: a read of `g` in the loop's next pass is not of the old values
         """
 import torch
 
@@ -673,23 +673,15 @@ def _confirmed_calls(ctx: FileContext) -> dict[tuple[str, str], tuple[cst.CSTNod
     for facts in ctx.semantic.facts:
         reads_by_write = {}
         for read in facts.reads:
-            if not _passed_again(read.write, read.node):
-                reads_by_write.setdefault(read.write, read.node)
+            reads_by_write.setdefault(read.write, read.node)
         for write in facts.writes:
-            own = facts.own_reads.get(write)
-            read = (own if own is not None and not _passed_again(write, own) else None) or reads_by_write.get(write)
+            read = facts.own_reads.get(write) or reads_by_write.get(write)
             # Under no_grad (an optimizer step, an update) mutating the argument is the point.
             if write.callee is not None and read is not None and not write.no_grad and not _prepared(facts, write):
                 key, dropped = (write.callee, write.parameter), id(write.node) in facts.dropped
                 if key not in confirmed or confirmed[key][2] and not dropped:
                     confirmed[key] = (write.node, read, dropped)
     return confirmed
-
-
-def _passed_again(call: Write, read: cst.CSTNode) -> bool:
-    """The read is the call's own argument, in a loop's next pass (`for _ in ...: g = step(g)`): the
-    caller hands the mutated tensor back on purpose, and never reads it as if unchanged."""
-    return isinstance(call.node, cst.Call) and any(arg.value is read for arg in call.node.args)
 
 
 def _read_after(facts: ScopeFacts, write: Write) -> bool:

@@ -168,6 +168,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._filled: set[Storage] = set()  # blank memory some write has filled (in analysis order)
         self._returned: set[Storage] = set()
         self._dropped: set[int] = set()
+        self._rebinding: dict[int, str] = {}  # id of a call -> the name its statement rebinds: `g = f(g)`
         self._return_values: list[Value] = []
         self._containers: list[str] = []  # places an enclosing `isinstance(x, dict)` test shows to be containers
         self._item_keys: dict[Handle, str | None] = {}  # a container's item -> the literal key it is stored under
@@ -274,6 +275,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._kept.clear()
         self._note_statement(node)
         if isinstance(node, cst.Assign):
+            rebound = _rebound_argument(node)
+            if rebound is not None:
+                self._rebinding[id(node.value)] = rebound
             value = self._eval(node.value, state)
             for target in node.targets:
                 self._bind(target.target, value, node.value, state)
@@ -748,6 +752,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             handles = state.handles_of(prefix)
             for handle in handles:
                 for write in state.stale.get(handle, ()):
+                    if self._rebinding.get(id(write.node)) == prefix:
+                        continue  # `g = f(g)` wrote what `g` held and bound `g` to the result: not this
                     # Paths joined: `x` may hold the writer itself, so this is x reading x.
                     if handle is write.writer or write.writer in handles:
                         self.own_reads.setdefault(write, node)
@@ -1270,6 +1276,16 @@ _CONTAINER_TYPES = frozenset(
         "namedtuple",
     }
 )
+
+
+def _rebound_argument(node: cst.Assign) -> str | None:
+    """`g = step(g)`: the name a call's statement rebinds to its result, the call being given it. A
+    read of that name afterwards reads the result, never what the call wrote through it."""
+    if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Name or type(node.value) is not cst.Call:
+        return None
+    name = node.targets[0].target.value
+    given = any(type(arg.value) is cst.Name and arg.value.value == name for arg in node.value.args)
+    return name if given else None
 
 
 def _container_checks(test: cst.BaseExpression) -> list[str]:
