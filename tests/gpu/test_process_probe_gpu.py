@@ -26,3 +26,6 @@ def test_probe_matches_the_recorded_facts():
     assert measured["mean"] is None and "invalid resource handle" in measured["outcome"]
     relayed = probe.run(probe._PROBES["relay_received_cuda_tensor"])
     assert relayed["outcome"] == RECORDED["relay_received_cuda_tensor"]["outcome"]
+    for name in ("resend_from_queue", "resend_view_from_queue", "resend_process_argument", "resend_clone_from_queue"):
+        measured = probe.run(probe._PROBES[name])
+        assert (measured["outcome"], measured["mean"]) == (RECORDED[name]["outcome"], RECORDED[name]["mean"]), name
