@@ -79,7 +79,7 @@ import torch
 
 def normalize(t):
     t.sub_(t.mean())
-    return t
+    return t.std()
 
 def describe(x):
     return str(x.shape)
@@ -119,7 +119,7 @@ import torch
 if sys.platform:
     def scale(t):
         t.mul_(2)
-        return t
+        return t.sum()
 
 def caller(x):
     v = x[0]

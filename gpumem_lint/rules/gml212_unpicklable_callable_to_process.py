@@ -8,6 +8,7 @@ from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._boundaries import loader_start_method, module_datasets, pickling_method_text, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.datasets import WORKER_LOADER
+from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.literals import keyword
 from gpumem_lint.semantic.pickling import enclosing_functions, unpicklable
 from gpumem_lint.semantic.processes import PROCESS_CROSSING
@@ -44,8 +45,9 @@ class UnpicklableCallableToProcess(Rule):
 
     ## Known problems
     Only a lambda written in place, or a name bound to a lambda or a nested `def` in the same
-    function (or to a lambda at module level), is recognised: a lambda reached through an
-    attribute or a container, or a `functools.partial` of one, is not.
+    function (or to a lambda at module level), is recognised, and, in a dataset, one passed to
+    its class's constructor that `__init__` keeps (`self.degrade = degrade`): a lambda reached
+    through another attribute or a container, or a `functools.partial` of one, is not.
 
     ## Example
     ```python
@@ -104,6 +106,25 @@ def main(data):
     loader = DataLoader(data, batch_size=2, num_workers=2, collate_fn=lambda batch: batch, multiprocessing_context="fork")
     return list(loader)
 """,
+        # the dataset uses the function in `__init__` and keeps only what it computed
+        """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Scaled(Dataset):
+    def __init__(self, values, scale):
+        self.values = [scale(v) for v in values]
+
+    def __len__(self):
+        return len(self.values)
+
+    def __getitem__(self, i):
+        return torch.tensor(self.values[i])
+
+def main(values):
+    data = Scaled(values, scale=lambda v: v * 2)
+    return list(DataLoader(data, num_workers=2, multiprocessing_context="spawn"))
+""",
     )
     INVALID = (
         Invalid(
@@ -137,6 +158,29 @@ def main(data):
     return list(loader)
 """,
             (5,),
+        ),
+        # kept by the dataset, the lambda is pickled with it for each worker
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Degraded(Dataset):
+    def __init__(self, images, degrade):
+        self.images = images
+        self.degrade = degrade
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, i):
+        return self.degrade(self.images[i])
+
+def main(images):
+    data = Degraded(images, degrade=lambda x: x + 0.1 * torch.randn_like(x))
+    return list(DataLoader(data, batch_size=2, num_workers=2))  # spawn on macOS and Windows
+""",
+            (17,),
         ),
     )
 
@@ -172,6 +216,7 @@ def main(data):
     def _loaders(self, ctx: FileContext, scopes) -> Iterator[Report]:
         if not WORKER_LOADER.search(ctx.text):
             return
+        yield from self._dataset_attributes(ctx, scopes)
         for loader in module_datasets(ctx).worker_loaders:
             for argument in ("collate_fn", "worker_init_fn"):
                 value = keyword(loader.node, argument)
@@ -186,6 +231,33 @@ def main(data):
                     f"`{_short(ctx, value)}` is {found.kind}, passed as `{argument}` to workers started with "
                     f"{pickling_method_text(method)}: starting them raises {found.error}",
                 )
+
+
+    def _dataset_attributes(self, ctx: FileContext, scopes) -> Iterator[Report]:
+        """`Folder(root, degradation=lambda x: (x, None))` loaded by workers: the dataset keeps the
+        lambda (`self.degradation = degradation`), and pickling the dataset for a worker pickles it."""
+        found = module_datasets(ctx)
+        for loader in found.loaders:
+            method = loader_start_method(ctx, loader)
+            construction = _construction(loader, found)
+            if construction is None or not method.pickles:
+                continue
+            for value, attribute in found.classes[loader.dataset].stored_arguments(construction):
+                callable_ = unpicklable(value, scopes.get(id(construction)), ctx.module)
+                if callable_ is not None:
+                    yield Report(
+                        value,
+                        f"`{_short(ctx, value)}` is {callable_.kind} the dataset keeps (`self.{attribute}`); "
+                        f"pickled for workers started with {pickling_method_text(method)}, it raises {callable_.error}",
+                    )
+
+
+def _construction(loader, found) -> cst.Call | None:
+    """The `Cls(...)` call that made the dataset a loader loads: the argument itself, or a name's value."""
+    dataset = keyword(loader.node, "dataset") or (loader.node.args[0].value if loader.node.args else None)
+    value = found.values.get(dotted_name(dataset) or "") if dataset is not None else None
+    made = dataset if isinstance(dataset, cst.Call) else value
+    return made if isinstance(made, cst.Call) and dotted_name(made.func) == loader.dataset else None
 
 
 def _enclosing(ctx: FileContext) -> dict[int, cst.FunctionDef]:

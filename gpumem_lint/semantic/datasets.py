@@ -56,6 +56,23 @@ class DatasetClass:
             collector.walk(method.body)
         return collector.shared
 
+    def stored_arguments(self, construction: cst.Call) -> list[tuple[cst.BaseExpression, str]]:
+        """What a `Cls(...)` call passes that `__init__` keeps on the instance (`self.fn = fn`), with
+        the attribute: pickling the dataset for a worker pickles those too."""
+        init = self.methods.get("__init__")
+        if init is None:
+            return []
+        stores = _parameter_stores(init)
+        params = [param.name.value for param in init.params.params][1:]  # past `self`
+        stored = []
+        for position, arg in enumerate(construction.args):
+            if arg.star:
+                break
+            param = arg.keyword.value if arg.keyword is not None else params[position] if position < len(params) else None
+            if param in stores:
+                stored.append((arg.value, stores[param]))
+        return stored
+
     def worker_methods(self) -> dict[str, cst.FunctionDef]:
         """The entry points and the `self.` methods they reach."""
         return methods_reached(self.methods, _WORKER_ENTRY)
@@ -190,6 +207,22 @@ class _Collector(Walker):
                     self.assigned[name] = cls
                 if name is not None and self.imports.qualify(node.value.func) in _DATALOADERS:
                     self.loader_names[id(node.value)] = name
+
+
+def _parameter_stores(init: cst.FunctionDef) -> dict[str, str]:
+    """`self.degradation = degradation` in `__init__`: parameter -> the attribute that keeps it."""
+    params = {param.name.value for param in init.params.params}
+    stores = {}
+    for statement in init.body.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) and small.value.value in params:
+                for target in small.targets:
+                    attribute = self_attribute(target.target)
+                    if attribute is not None:
+                        stores[small.value.value] = attribute
+    return stores
 
 
 class _SharedAttributes(Walker):
