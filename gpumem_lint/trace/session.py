@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from gpumem_lint.trace.crashes import CaughtErrors, explain
 from gpumem_lint.trace.environment import Environment
 from gpumem_lint.trace.findings import Finding, FindingLog, Observation
 from gpumem_lint.trace.sites import SiteFinder, executed_first_party_files
@@ -42,6 +43,10 @@ class Session:
         #: View aliases read after a write: never reported alone, they confirm static findings.
         self.evidence = FindingLog()
         self.environment = Environment(self.sites, self.log, self.warn_once)
+        #: Exceptions a hazard explains that the program caught (Python 3.12+, while calls are followed).
+        self.caught = CaughtErrors(self.sites)
+        self.sites.on_handled = self.caught.handled
+        self.sites.on_reraised = self.caught.reraised
         self.tracker = None
         self.mode = None
         self.pid = os.getpid()
@@ -108,8 +113,7 @@ class Session:
     def on_uncaught(self, error: BaseException) -> None:
         """The program ends with `error`: when a hazard explains it, that is a finding (crashes.py)."""
         try:
-            from gpumem_lint.trace.crashes import explain
-
+            self.caught.ended_with(error)
             finding = explain(error, self.sites)
         except Exception as failure:
             self.warn_once(f"the program's exception could not be read ({failure!r})")
@@ -133,6 +137,7 @@ class Session:
             except Exception as error:
                 self.warn_once(f"tracing could not finish ({error!r})")
         self.environment.flush()
+        self.log.extend(self.caught.findings())
 
     def findings(self) -> list[Finding]:
         """This process's findings and those its children left, merged."""

@@ -14,6 +14,10 @@ cached per code object. Two ways to find the innermost user frame:
 
 Either way a site is cached per code object and instruction offset, so a statement's site is made (and recorded as
 seen) once, not once per operator.
+
+While following calls, the same tool also tells `on_handled` of each exception a handler in user code receives and
+`on_reraised` of each one a handler raises again (`with` and `finally` blocks are handlers too): what the program
+caught (crashes.py).
 """
 
 from __future__ import annotations
@@ -80,6 +84,10 @@ class SiteFinder:
         #: While following calls: per thread, `frames` is its stack of user frames (None: rebuild it).
         self._threads: threading.local | None = None
         self._tool: int | None = None
+        #: Told of exceptions while following calls: `on_handled(exception)` for a handler in user code,
+        #: `on_reraised(exception)` for any handler that raises it again.
+        self.on_handled = None
+        self.on_reraised = None
 
     def is_user_file(self, filename: str) -> bool:
         verdict = self._user_files.get(filename)
@@ -165,13 +173,18 @@ class SiteFinder:
             (events.PY_RETURN, self._on_leave),
             (events.PY_YIELD, self._on_leave),
             (events.PY_UNWIND, self._on_unwind),
+            (events.EXCEPTION_HANDLED, self._on_handled),
+            (events.RERAISE, self._on_reraise),
         ):
             _monitoring.register_callback(tool, event, callback)
         self._tool = tool
         self._threads = threading.local()
         for code in self._user_codes:
             _monitoring.set_local_events(tool, code, _FRAME_EVENTS)
-        _monitoring.set_events(tool, events.PY_START | events.PY_THROW | events.PY_UNWIND)
+        watched = events.PY_START | events.PY_THROW | events.PY_UNWIND
+        if self.on_handled is not None:
+            watched |= events.EXCEPTION_HANDLED | events.RERAISE
+        _monitoring.set_events(tool, watched)
         return True
 
     def stop_following(self) -> None:
@@ -221,6 +234,22 @@ class SiteFinder:
         if self._is_user.get(id(code)):
             self._on_leave(code, offset, exception)
 
+    def _on_handled(self, code, offset, exception):
+        try:
+            verdict = self._is_user.get(id(code))
+            if verdict is None:
+                verdict = self._user_code(code)
+            if verdict:
+                self.on_handled(exception)
+        except Exception:
+            pass  # the program's own handling goes on as without the tracer
+
+    def _on_reraise(self, code, offset, exception):
+        try:
+            self.on_reraised(exception)
+        except Exception:
+            pass
+
 
 if _monitoring is not None:
     _events = _monitoring.events
@@ -232,6 +261,8 @@ if _monitoring is not None:
         _events.PY_RETURN,
         _events.PY_YIELD,
         _events.PY_UNWIND,
+        _events.EXCEPTION_HANDLED,
+        _events.RERAISE,
     )
     #: The ids sys.monitoring leaves to tools other than debuggers, coverage, profilers and optimizers.
     _FREE_TOOLS = (3, 4)
