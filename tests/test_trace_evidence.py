@@ -91,6 +91,21 @@ PROGRAMS = {
         attention(torch.randn(2, 4, requires_grad=True) * 1).backward()
         """,
     ),
+    "in-place write on a chunk output confirms the static finding": (
+        [],
+        """
+        import torch
+
+
+        def attention(x):
+            q, k = x.chunk(2, dim=-1)
+            q *= 0.5  # trace: GML105 confirmed
+            return (q * k).sum()
+
+
+        attention(torch.randn(2, 4, requires_grad=True) * 1).backward()
+        """,
+    ),
     "in-place write on an expanded tensor confirms the static finding": (
         [],
         """
