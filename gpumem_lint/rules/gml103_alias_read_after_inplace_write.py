@@ -216,6 +216,24 @@ def test_load_reaches_a_swapped_parameter(model, checkpoint):
     model.load_state_dict(checkpoint)
     assert torch.equal(model.scale, checkpoint["scale"])
 """,
+        # `acc` and `d_b` both start as `None`, which is no memory: writing `acc` changes nothing `d_b` made
+        """
+import torch
+
+def accumulate(dY, W, B, n):
+    acc = None
+    outs = []
+    for _ in range(n):
+        d_b = None
+        if B is not None:
+            d_b = torch.empty_like(B)
+        if acc is None:
+            acc = torch.mm(dY, W)
+        else:
+            acc.add_(dY)
+        outs.append(d_b.t() if d_b is not None else None)
+    return acc, outs
+""",
     )
     INVALID = (
         Invalid(

@@ -55,6 +55,8 @@ _DELIBERATE_OR_ERROR = frozenset({AliasKind.DATA, AliasKind.DETACH, AliasKind.EX
 #: Aliases of a state_dict entry or a numpy bridge are still that: `sd[k].detach()`.
 _PASS_THROUGH = frozenset({AliasKind.VIEW, AliasKind.DETACH, AliasKind.DATA})
 
+#: Names that are constants: `None` is one object, never a tensor's memory.
+_CONSTANTS = frozenset({"None", "True", "False"})
 _OPERATIONS = frozenset({cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation})
 _COLLECTIONS = frozenset({cst.Tuple, cst.List, cst.Set})
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
@@ -704,6 +706,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
     def _load(self, node: cst.Name | cst.Attribute, state: State, record: bool) -> Value:
         if type(node) is cst.Name:
             place = node.value
+            if place in _CONSTANTS:
+                return EMPTY  # `a = None; b = None`: no memory, so nothing `a` and `b` could share
         else:
             special = self._attribute(node, state, record)
             if special is not None:

@@ -14,7 +14,6 @@ Measured in tests/test_release_facts.py (docs/facts.md F32).
 
 from __future__ import annotations
 
-import keyword
 from dataclasses import dataclass
 
 import libcst as cst
@@ -58,9 +57,7 @@ class ReleaseSemantics:
         return False
 
     def _note_delete(self, place: str, target: cst.CSTNode, state: State) -> None:
-        handles = frozenset(
-            h for h in state.env.get(place, ()) if not keyword.iskeyword(h.storage.label) and h.storage.origin != "value"
-        )
+        handles = frozenset(h for h in state.env.get(place, ()) if h.storage.origin != "value")
         if handles:  # `x = None; del x` deletes no memory, nor `x = t.tolist(); del x`
             self._deleted[place] = (target, handles)
 
