@@ -80,7 +80,7 @@ class ReceivedCudaTensorSentOn(Rule):
     code = "GML213"
     name = "received-cuda-tensor-sent-on"
     severity = Severity.ERROR
-    summary = "A CUDA tensor received from another process is sent on to a third"
+    summary = "A CUDA tensor received from another process is sent on (to a third, or back)"
     fix_title = (
         "Send a copy (`x.clone()`) and keep this process alive until the reader has it, or let the first sender "
         "send the tensor to the reader itself"
