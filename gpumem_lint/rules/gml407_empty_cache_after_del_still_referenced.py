@@ -143,6 +143,23 @@ def score_batches(model, batches):
         torch.cuda.empty_cache()
     return scores
 """,
+        # made and deleted under the same unchanged flag: nothing else holds `outputs`
+        """
+import torch
+
+def log_probs(model, batch, with_router: bool):
+    if with_router:
+        outputs = model(batch, output_router_logits=True)
+        logits = outputs.logits.float()
+    else:
+        logits = model(batch).logits.float()
+    total = logits.log_softmax(-1).sum()
+    del logits
+    if with_router:
+        del outputs
+    torch.cuda.empty_cache()
+    return total
+""",
     )
     INVALID = (
         Invalid(

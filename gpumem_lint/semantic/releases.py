@@ -84,8 +84,8 @@ def _holder(deleted_handle: Handle, state: State, deleted) -> tuple[str, Handle]
     (`deleted`: the places deleted, whose attributes went with them)."""
     storages = {deleted_handle.storage}
     for place, held in state.env.items():
-        if any(head in deleted for head in _heads(place)):
-            continue  # `out.past_key_values` after `del out`
+        if place in deleted or any(head in deleted for head in _heads(place)):
+            continue  # `out.past_key_values` after `del out`; `out` itself, deleted under an `if`
         for handle in held:
             if handle.role is Role.OPTIMIZER and handle.targets & storages and _built_directly(handle.node):
                 return place, handle
