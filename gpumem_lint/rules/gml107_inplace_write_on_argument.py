@@ -328,6 +328,23 @@ def framed(image, patch):
     paste(image, patch)
     return image.mean()
 """,
+        # the generator's `x` is its own: `x.transpose` says nothing of the list `forward` was given
+        """
+import torch
+from torch import nn
+
+class Detect(nn.Module):
+    def __init__(self, convs, make_grid):
+        super().__init__()
+        self.convs = convs
+        self.make_grid = make_grid
+
+    def forward(self, x):
+        for i in range(len(x)):
+            x[i] = self.convs[i](x[i])
+        self.grid = tuple(x.transpose(0, 1) for x in self.make_grid(x))
+        return x
+""",
         # asserted to be a list, the argument's items are replaced, not written
         """
 import torch

@@ -73,6 +73,7 @@ class ScopeCollector(Walker):
         self._class_facts = ClassFactsBuilder(self.imports)
         self._freezes = False
         self._module_bindings: dict[str, str | None] = {}  # module-level name -> the class it is bound to an object of
+        self._comprehension_names: list[frozenset[str]] = []  # bound by the comprehensions we are in
 
     def visit_Import(self, node: cst.Import) -> None:
         self.imports.add(node)
@@ -129,9 +130,7 @@ class ScopeCollector(Walker):
             or func.attr.value in self._multi_view_methods
             and split_like_tensor(node)  # `h.split(1, dim=0)`
         ):
-            place = dotted_name(func.value)
-            if place is not None:
-                self._functions[-1].tensor_places.add(place)
+            self._note_tensor_place(func.value)
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
             self._functions[-1].trains = True
         if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" and node.args:
@@ -149,9 +148,37 @@ class ScopeCollector(Walker):
         if "inplace" in node.attr.value.lower():
             self._functions[-1].mentions_inplace = True
         if node.attr.value in _TENSOR_ATTRIBUTES:
-            place = dotted_name(node.value)
-            if place is not None:
-                self._functions[-1].tensor_places.add(place)
+            self._note_tensor_place(node.value)
+
+    def _note_tensor_place(self, node: cst.BaseExpression) -> None:
+        """`x.transpose(0, 1)`: evidence that `x` holds a tensor, unless a comprehension binds its own `x`."""
+        place = dotted_name(node)
+        if place is not None and not any(place.split(".", 1)[0] in names for names in self._comprehension_names):
+            self._functions[-1].tensor_places.add(place)
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self._comprehension_names.append(_comprehension_targets(node))
+
+    def leave_GeneratorExp(self, original_node: cst.GeneratorExp) -> None:
+        self._comprehension_names.pop()
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self._comprehension_names.append(_comprehension_targets(node))
+
+    def leave_ListComp(self, original_node: cst.ListComp) -> None:
+        self._comprehension_names.pop()
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._comprehension_names.append(_comprehension_targets(node))
+
+    def leave_SetComp(self, original_node: cst.SetComp) -> None:
+        self._comprehension_names.pop()
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._comprehension_names.append(_comprehension_targets(node))
+
+    def leave_DictComp(self, original_node: cst.DictComp) -> None:
+        self._comprehension_names.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if is_constant(node.value, "False") and any(
@@ -244,6 +271,24 @@ class ScopeCollector(Walker):
 
 
 _AUTOGRAD_FUNCTION = "torch.autograd.Function"
+
+
+def _comprehension_targets(node) -> frozenset[str]:
+    """The names a comprehension's `for` clauses bind: its own variables, not the function's."""
+    names = set()
+    clause = node.for_in
+    while clause is not None:
+        names.update(n.value for n in _target_names(clause.target))
+        clause = clause.inner_for_in
+    return frozenset(names)
+
+
+def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _target_names(element.value)]
+    return []
 
 
 def _is_self(node: cst.BaseExpression) -> bool:
