@@ -8,7 +8,7 @@ from gpumem_lint.fixes import Fix, insert_after
 from gpumem_lint.rules._reporting import first_reads, write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
-from gpumem_lint.semantic.values import AliasKind, Handle, Read
+from gpumem_lint.semantic.values import AliasKind, Handle, Read, Write
 from gpumem_lint.semantic.write_triggers import WRITES
 
 # Bridges by what they return: a tensor is copied with `.clone()`, an ndarray with `.copy()`.
@@ -23,7 +23,9 @@ class NumpySharedMemoryWrite(Rule):
     `torch.as_tensor(a)` / `torch.asarray(a)` without a dtype change, `t.numpy()`,
     `np.asarray(t)` — while the other side is read afterwards as a separate value. The
     common shape is one numpy buffer refilled in a loop while the tensors made from it
-    are collected: every collected tensor ends up holding the last batch.
+    are collected: every collected tensor ends up holding the last batch. Also flagged: a
+    method (a Dataset's `__getitem__`) writing, through a bridge, an array the object keeps
+    (`torch.from_numpy(self.features[i]).sub_(mean)`): every later call reads the written values.
 
     ## Why is this bad?
     A CPU tensor and its numpy array share memory, and the tensor's version counter
@@ -92,6 +94,16 @@ import torch
 def to_image(t: torch.Tensor):
     array = t.detach().cpu().numpy()
     return (array * 255).astype("uint8")
+""",
+        # the bridge shares `record.tokens` only: reading `record.mask` reads another array
+        """
+import torch
+
+def to_inputs(record):
+    tokens = torch.from_numpy(record.tokens)
+    tokens[0] = 31
+    counts = [int(row.sum()) for row in record.mask]
+    return tokens, counts
 """,
     )
     INVALID = (
@@ -169,22 +181,91 @@ def augment(path):
     return original.mean(), t.mean()
 """,
         ),
+        # the dataset keeps the array: each `__getitem__` normalises the stored features again
+        Invalid(
+            """
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+class Features(Dataset):
+    def __init__(self, features: np.ndarray):
+        self.features = features.astype(np.float32)
+        self.mean = torch.from_numpy(self.features.mean(axis=0))
+
+    def __len__(self):
+        return len(self.features)
+
+    def __getitem__(self, i):
+        x = torch.from_numpy(self.features[i])
+        x.sub_(self.mean)
+        return x
+
+data = Features(np.ones((2, 3)))
+data[0]
+print(data[0].tolist())
+""",
+            (16,),
+            fixed="""
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+class Features(Dataset):
+    def __init__(self, features: np.ndarray):
+        self.features = features.astype(np.float32)
+        self.mean = torch.from_numpy(self.features.mean(axis=0))
+
+    def __len__(self):
+        return len(self.features)
+
+    def __getitem__(self, i):
+        x = torch.from_numpy(self.features[i]).clone()
+        x.sub_(self.mean)
+        return x
+
+data = Features(np.ones((2, 3)))
+data[0]
+print(data[0].tolist())
+""",
+            prints="[0.0, 0.0, 0.0]",
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
+            reported = set()
             for read in first_reads(ctx, facts, _crosses_bridge, lambda read: id(read.write)):
+                reported.add(read.write.node)
                 yield Report(
                     read.write.node,
                     f"{write_text(ctx, read.write)} also changes `{read.place}` (read at line "
                     f"{ctx.line(read.node)}): the two sides of the numpy bridge share memory",
-                    fix=_copy_at_bridge(ctx, read),
+                    fix=_copy_at_bridge(ctx, read.reader if read.reader.kind is AliasKind.NUMPY else read.write.writer),
                 )
+            for write in _object_state_writes(facts):
+                if write.node not in reported:
+                    reported.add(write.node)
+                    yield Report(
+                        write.node,
+                        f"{write_text(ctx, write)} writes `{write.storage.label}` through the numpy bridge: the object "
+                        "keeps that array, so every later call sees the written values",
+                        fix=_copy_at_bridge(ctx, write.writer),
+                    )
 
 
-def _copy_at_bridge(ctx: FileContext, read: Read) -> Fix | None:
+def _object_state_writes(facts: ScopeFacts) -> Iterator[Write]:
+    """`x = torch.from_numpy(self.features[i]); x.sub_(mean)` in a method other than `__init__`: the write
+    lands in an array the object keeps, which its next call reads again (normalised twice, and so on)."""
+    if not facts.scope.is_method or facts.scope.name == "__init__":
+        return
+    for write in facts.writes:
+        if write.writer.kind is AliasKind.NUMPY and write.storage.label.startswith("self.") and not write.no_grad:
+            yield write
+
+
+def _copy_at_bridge(ctx: FileContext, shared: Handle) -> Fix | None:
     """Copy where the shared side is made, so the side read later owns its memory."""
-    shared: Handle = read.reader if read.reader.kind is AliasKind.NUMPY else read.write.writer
     for handle in shared.chain():
         call = handle.node
         if handle.kind is not AliasKind.NUMPY or not isinstance(call, cst.Call):

@@ -758,6 +758,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 for write in state.stale.get(handle, ()):
                     if self._rebinding.get(id(write.node)) == prefix:
                         continue  # `g = f(g)` wrote what `g` held and bound `g` to the result: not this
+                    if prefix != place and _sibling_attribute(write.storage.label, prefix, place):
+                        continue
                     # Paths joined: `x` may hold the writer itself, so this is x reading x.
                     if handle is write.writer or write.writer in handles:
                         self.own_reads.setdefault(write, node)
@@ -1280,6 +1282,14 @@ _CONTAINER_TYPES = frozenset(
         "namedtuple",
     }
 )
+
+
+def _sibling_attribute(written: str, prefix: str, place: str) -> bool:
+    """`biomol.restype` written and `biomol.atom_mask` read: two attributes of one object are two
+    objects, and reading one reads nothing of the other (the object `biomol` itself they share)."""
+    if not written.startswith(prefix + "."):
+        return False
+    return not (written == place or written.startswith(place + ".") or place.startswith(written + "."))
 
 
 def _rebound_argument(node: cst.Assign) -> str | None:
