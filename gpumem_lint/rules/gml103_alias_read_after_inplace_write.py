@@ -234,6 +234,15 @@ def accumulate(dY, W, B, n):
         outs.append(d_b.t() if d_b is not None else None)
     return acc, outs
 """,
+        # a swap through views with a clone, in a loop: each pass makes its views anew
+        """
+import torch
+
+def flip_pairs(keypoints: torch.Tensor, pairs):
+    for a, b in pairs:
+        keypoints[:, a], keypoints[:, b] = keypoints[:, b], keypoints[:, a].clone()
+    return keypoints
+""",
     )
     INVALID = (
         Invalid(

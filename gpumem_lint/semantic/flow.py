@@ -458,6 +458,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 any(v.container for v in values),
             )
             place = " if ".join(map(self._code, alternatives))  # never dotted
+            self._forget_history(value.handles, state)  # made by this pass: an earlier pass's writes are not seen
             state.env[place] = value.handles  # live until bound, so earlier targets' writes reach it
             pending.append((place, alternatives[0], value))
         for element, (place, source, value) in zip(elements, pending):
