@@ -55,6 +55,7 @@ class Variable:
     value: re.Pattern[str] | None
     reread_by: tuple[str, ...]  # later events that read the variable again (a new process group)
     api: frozenset[str]  # calls that set the same thing at run time: a file using them knows
+    same_mask: frozenset[str]  # variables the same runtime reads as one setting with these (HIP's two masks)
     versions: tuple[str, ...]
     citation: str
 
@@ -120,6 +121,7 @@ def lockin_table() -> LockinTable:
             value=re.compile(row["value"]) if "value" in row else None,
             reread_by=tuple(row.get("reread_by", ())),
             api=frozenset(row.get("api", ())),
+            same_mask=frozenset(row.get("same_mask", ())),
             versions=tuple(row["versions"]),
             citation=row["citation"],
         )

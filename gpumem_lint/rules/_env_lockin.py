@@ -27,6 +27,7 @@ from gpumem_lint.semantic.env_writes import (
     env_writes,
     module_string_constants,
     string_value,
+    variable_read,
 )
 from gpumem_lint.semantic.program_order import LAUNCH, Site
 from gpumem_lint.semantic.walk import Walker
@@ -59,7 +60,7 @@ def late_env_writes(ctx: FileContext, code: str) -> Iterator[Report]:
     candidates = [
         (write, rows)
         for write in ctx.shared(_writes)  # the same for each GML3xx rule
-        if not _is_removal(write.node) and (rows := _applicable(table.rows_for(write.name, code), write))
+        if not _is_removal(write.node) and (rows := _applicable(table.rows_for(write.name, code), write, ctx))
     ]
     if not candidates:
         return
@@ -253,10 +254,17 @@ def _is_removal(node: cst.CSTNode) -> bool:
     )
 
 
-def _applicable(rows: list[Variable], write: EnvWrite) -> list[Variable]:
-    """Rows restricted to some values (the allocator backend) apply to writes of a matching literal."""
+def _applicable(rows: list[Variable], write: EnvWrite, ctx: FileContext) -> list[Variable]:
+    """Rows restricted to some values (the allocator backend) apply to writes of a matching literal; a
+    write of the value of a variable the runtime reads as the same setting (`CUDA_VISIBLE_DEVICES =
+    os.environ.pop("HIP_VISIBLE_DEVICES")`) renames what it applied, and changes nothing."""
     value = string_value(write.value)
-    return [row for row in rows if row.value is None or (value is not None and row.value.search(value))]
+    renamed = variable_read(write.value, ctx.program_order.imports)
+    return [
+        row
+        for row in rows
+        if (row.value is None or (value is not None and row.value.search(value))) and renamed not in row.same_mask
+    ]
 
 
 def _called_names(ctx: FileContext) -> set[str]:

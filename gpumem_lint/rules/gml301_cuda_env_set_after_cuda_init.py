@@ -38,7 +38,9 @@ class CudaEnvSetAfterCudaInit(Rule):
     of its classes, and first-party modules (inside the project root, three imports deep): what
     they run at import and in the functions called from them. Third-party code is not read. `.to(x)` and `device=x` count as allocations
     when `x` reads as a CUDA device (`"cuda"`, `"cuda:0"`, a name containing `device`, `cuda`,
-    `gpu` or `rank`).
+    `gpu` or `rank`). On ROCm, HIP reads `HIP_VISIBLE_DEVICES` or `CUDA_VISIBLE_DEVICES` as one
+    device mask, so writing one with the other's value (`os.environ.pop("HIP_VISIBLE_DEVICES")`)
+    renames the mask in effect and is not reported (`same_mask` in the lock-in table).
 
     ## Example
     ```python
@@ -126,6 +128,19 @@ import torch
 
 os.environ["CUDA_VISIBLE_DEVICES"] = "1"
 count = torch._C._cuda_getDeviceCount()  # noqa: GML405
+""",
+        # on ROCm, the mask HIP applied is renamed for child processes: HIP reads both names as one
+        """
+import os
+import torch
+
+available = torch.cuda.is_available()
+
+def share_visible_devices():
+    if "HIP_VISIBLE_DEVICES" in os.environ and "CUDA_VISIBLE_DEVICES" not in os.environ:
+        os.environ["CUDA_VISIBLE_DEVICES"] = os.environ.pop("HIP_VISIBLE_DEVICES")
+
+share_visible_devices()
 """,
     )
     INVALID = (

@@ -25,6 +25,20 @@ class EnvWrite:
     value: cst.BaseExpression | None  # None for a deletion, or when the value is not one expression
 
 
+_READS = frozenset({"os.environ.pop", "os.environ.get", "os.getenv"})
+
+
+def variable_read(node: cst.BaseExpression | None, imports: ImportTable) -> str | None:
+    """The variable an expression takes its value from: `os.environ["X"]`, `os.environ.get("X")`,
+    `os.environ.pop("X")`, `os.getenv("X")`."""
+    if isinstance(node, cst.Subscript) and imports.qualify(node.value) == _ENVIRON and len(node.slice) == 1:
+        index = node.slice[0].slice
+        return string_value(index.value) if isinstance(index, cst.Index) else None
+    if isinstance(node, cst.Call) and imports.qualify(node.func) in _READS and node.args:
+        return string_value(node.args[0].value)
+    return None
+
+
 def string_value(node: cst.BaseExpression | None, constants: dict[str, str] | None = None) -> str | None:
     if isinstance(node, cst.SimpleString):
         value = node.evaluated_value
