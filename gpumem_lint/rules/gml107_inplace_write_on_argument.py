@@ -645,6 +645,45 @@ print(torch.equal(initial, before))
 """,
             (6,),
         ),
+        # a module's `forward` hands its own input to a function that normalises it in place
+        Invalid(
+            """
+import torch
+from torch import nn
+
+def zscore(x: torch.Tensor) -> torch.Tensor:
+    x[:, 0] = (x[:, 0] - 0.485) / 0.229
+    return x
+
+class Perceptual(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, input):
+        input = zscore(input)
+        return self.net(input)
+""",
+            (6,),
+            fixed="""
+import torch
+from torch import nn
+
+def zscore(x: torch.Tensor) -> torch.Tensor:
+    x = x.clone()
+    x[:, 0] = (x[:, 0] - 0.485) / 0.229
+    return x
+
+class Perceptual(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, input):
+        input = zscore(input)
+        return self.net(input)
+""",
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
@@ -672,29 +711,34 @@ print(torch.equal(initial, before))
                     call, read, dropped = confirmed[called_key(scope), name]
                     if dropped and write.storage in facts.returned:
                         continue  # `paste(frame, face)` returns the frame it wrote: called for the write
+                    again = f"at line {ctx.line(read)}" if read is not None else "by the caller of that `forward`"
                     yield Report(
                         write.node,
                         f"{write_text(ctx, write)} writes the caller's tensor `{name}` in place: "
-                        f"`{ctx.code(call)}` at line {ctx.line(call)} changes its argument, which is read again at "
-                        f"line {ctx.line(read)}",
+                        f"`{ctx.code(call)}` at line {ctx.line(call)} changes its argument, which is read again "
+                        f"{again}",
                         fix=unshared_write(ctx, write),
                     )
 
 
-def _confirmed_calls(ctx: FileContext) -> dict[tuple[str, str], tuple[cst.CSTNode, cst.CSTNode, bool]]:
+def _confirmed_calls(ctx: FileContext) -> dict[tuple[str, str], tuple[cst.CSTNode, cst.CSTNode | None, bool]]:
     """Same-module calls whose mutated argument is read again by the caller, by the function and the
     parameter the argument is bound to: a parameter the call leaves at its default (`scratch=None`,
     allocated by the function) is memory the caller never sees. With each, whether every such call
-    drops the result (made for its effect), which matters when the function returns what it wrote."""
-    confirmed: dict[tuple[str, str], tuple[cst.CSTNode, cst.CSTNode, bool]] = {}
+    drops the result (made for its effect), which matters when the function returns what it wrote. A
+    module's `forward` passing its own input on needs no read: the module's caller holds the tensor (None)."""
+    confirmed: dict[tuple[str, str], tuple[cst.CSTNode, cst.CSTNode | None, bool]] = {}
     for facts in ctx.semantic.facts:
         reads_by_write = {}
         for read in facts.reads:
             reads_by_write.setdefault(read.write, read.node)
+        forward = facts.scope.name == "forward" and facts.scope.is_method and _checked(facts.scope)
         for write in facts.writes:
             read = facts.own_reads.get(write) or reads_by_write.get(write)
+            # A module's `forward` passing on its own input: the module's caller holds that tensor.
+            held = read is not None or (forward and write.storage.origin == "param")
             # Under no_grad (an optimizer step, an update) mutating the argument is the point.
-            if write.callee is not None and read is not None and not write.no_grad and not _prepared(facts, write):
+            if write.callee is not None and held and not write.no_grad and not _prepared(facts, write):
                 key, dropped = (write.callee, write.parameter), id(write.node) in facts.dropped
                 if key not in confirmed or confirmed[key][2] and not dropped:
                     confirmed[key] = (write.node, read, dropped)
