@@ -257,10 +257,12 @@ print(data[0].tolist())
 def _object_state_writes(facts: ScopeFacts) -> Iterator[Write]:
     """`x = torch.from_numpy(self.features[i]); x.sub_(mean)` in a method other than `__init__`: the write
     lands in an array the object keeps, which its next call reads again (normalised twice, and so on)."""
-    if not facts.scope.is_method or facts.scope.name == "__init__":
+    scope = facts.scope
+    if not scope.is_method or scope.name == "__init__" or not scope.all_params:
         return
+    kept = scope.all_params[0] + "."  # an attribute of the object the method is bound to
     for write in facts.writes:
-        if write.writer.kind is AliasKind.NUMPY and write.storage.label.startswith("self.") and not write.no_grad:
+        if write.writer.kind is AliasKind.NUMPY and write.storage.label.startswith(kept) and not write.no_grad:
             yield write
 
 
