@@ -28,6 +28,7 @@ from gpumem_lint.semantic.env_writes import (
     module_string_constants,
     string_value,
     variable_read,
+    variables_read,
 )
 from gpumem_lint.semantic.program_order import LAUNCH, Site
 from gpumem_lint.semantic.walk import Walker
@@ -257,14 +258,33 @@ def _is_removal(node: cst.CSTNode) -> bool:
 def _applicable(rows: list[Variable], write: EnvWrite, ctx: FileContext) -> list[Variable]:
     """Rows restricted to some values (the allocator backend) apply to writes of a matching literal; a
     write of the value of a variable the runtime reads as the same setting (`CUDA_VISIBLE_DEVICES =
-    os.environ.pop("HIP_VISIBLE_DEVICES")`) renames what it applied, and changes nothing."""
+    os.environ.pop("HIP_VISIBLE_DEVICES")`, or through local names: `val = os.environ.pop(...)`, then
+    `os.environ["CUDA_VISIBLE_DEVICES"] = val`) renames what it applied, and changes nothing."""
     value = string_value(write.value)
-    renamed = variable_read(write.value, ctx.program_order.imports)
+    renamed = _renamed(write, ctx) if any(row.same_mask for row in rows) else None
     return [
         row
         for row in rows
-        if (row.value is None or (value is not None and row.value.search(value))) and renamed not in row.same_mask
+        if (row.value is None or (value is not None and row.value.search(value)))
+        and not (renamed and renamed <= row.same_mask | {write.name})
     ]
+
+
+def _renamed(write: EnvWrite, ctx: FileContext) -> frozenset[str] | None:
+    """The variables the written value is read from, following local names in the write's scope."""
+    imports = ctx.program_order.imports
+    if (variable := variable_read(write.value, imports)) is not None:
+        return frozenset({variable})
+    if not isinstance(write.value, cst.Name):
+        return None
+    return variables_read(write.value, ctx.shared(_write_scopes).get(id(write.node), ctx.module), imports)
+
+
+def _write_scopes(ctx: FileContext) -> dict[int, cst.Module | cst.FunctionDef]:
+    """The function (or the module) each environment write's node is in, by the node's id."""
+    finder = _Scopes(ctx)
+    finder.walk(ctx.module)
+    return finder.scopes
 
 
 def _called_names(ctx: FileContext) -> set[str]:
@@ -311,6 +331,22 @@ class _WriteCollector(Walker):
 
     def visit_Call(self, node: cst.Call) -> None:
         self._add(node)
+
+
+class _Scopes(_WriteCollector):
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self.stack: list[cst.Module | cst.FunctionDef] = [ctx.module]
+        self.scopes: dict[int, cst.Module | cst.FunctionDef] = {}
+
+    def _add(self, node: cst.CSTNode) -> None:
+        self.scopes[id(node)] = self.stack[-1]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.stack.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.stack.pop()
 
 
 def _called_names_in(node: cst.CSTNode) -> set[str]:

@@ -40,7 +40,10 @@ class CudaEnvSetAfterCudaInit(Rule):
     when `x` reads as a CUDA device (`"cuda"`, `"cuda:0"`, a name containing `device`, `cuda`,
     `gpu` or `rank`). On ROCm, HIP reads `HIP_VISIBLE_DEVICES` or `CUDA_VISIBLE_DEVICES` as one
     device mask, so writing one with the other's value (`os.environ.pop("HIP_VISIBLE_DEVICES")`)
-    renames the mask in effect and is not reported (`same_mask` in the lock-in table).
+    renames the mask in effect and is not reported (`same_mask` in the lock-in table), also through
+    local names whose every assignment in the function reads one of the masks (`val =
+    os.environ.pop("HIP_VISIBLE_DEVICES")`, then `os.environ["CUDA_VISIBLE_DEVICES"] = val`); so is
+    `ROCR_VISIBLE_DEVICES`, the mask ROCr applies below HIP, when it is set alone.
 
     ## Example
     ```python
@@ -139,6 +142,22 @@ available = torch.cuda.is_available()
 def share_visible_devices():
     if "HIP_VISIBLE_DEVICES" in os.environ and "CUDA_VISIBLE_DEVICES" not in os.environ:
         os.environ["CUDA_VISIBLE_DEVICES"] = os.environ.pop("HIP_VISIBLE_DEVICES")
+
+share_visible_devices()
+""",
+        # the same rename through local names: every value `mask` holds is read from one of the masks
+        """
+import os
+import torch
+
+available = torch.cuda.is_available()
+
+def share_visible_devices():
+    mask = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if not mask and os.environ.get("ROCR_VISIBLE_DEVICES"):
+        rocr = os.environ.pop("ROCR_VISIBLE_DEVICES")
+        mask = rocr
+        os.environ["CUDA_VISIBLE_DEVICES"] = mask
 
 share_visible_devices()
 """,

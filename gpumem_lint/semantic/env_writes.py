@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from gpumem_lint.semantic.imports import ImportTable
+from gpumem_lint.semantic.walk import Walker
 
 _ENVIRON = "os.environ"
 _KEY_VALUE_METHODS = {"os.environ.setdefault", "os.environ.__setitem__", "os.putenv"}
@@ -30,13 +31,127 @@ _READS = frozenset({"os.environ.pop", "os.environ.get", "os.getenv"})
 
 def variable_read(node: cst.BaseExpression | None, imports: ImportTable) -> str | None:
     """The variable an expression takes its value from: `os.environ["X"]`, `os.environ.get("X")`,
-    `os.environ.pop("X")`, `os.getenv("X")`."""
+    `os.environ.pop("X")`, `os.getenv("X")`. A default other than `None` is a value of its own (what
+    the variable holds when it is unset), so a read with one is not the variable's value."""
     if isinstance(node, cst.Subscript) and imports.qualify(node.value) == _ENVIRON and len(node.slice) == 1:
         index = node.slice[0].slice
         return string_value(index.value) if isinstance(index, cst.Index) else None
     if isinstance(node, cst.Call) and imports.qualify(node.func) in _READS and node.args:
+        default = [arg.value for arg in node.args[1:]]
+        if any(not (isinstance(value, cst.Name) and value.value == "None") for value in default):
+            return None
         return string_value(node.args[0].value)
     return None
+
+
+def variables_read(
+    node: cst.BaseExpression | None, scope: cst.Module | cst.FunctionDef, imports: ImportTable
+) -> frozenset[str] | None:
+    """The variables an expression's value is read from: one read (`os.environ.pop("X")`), or a name
+    whose every binding in `scope` is such a value, directly or through other names (`val =
+    os.environ.pop("X")`, then `mask = val`). None when a value may come from anything else: a
+    parameter, a name the scope does not bind, a loop, an unpacking, an augmented assignment, any
+    other expression. Flow-insensitive: every binding counts, wherever it is."""
+    bindings: dict[str, list[cst.BaseExpression | None]] | None = None
+    found: set[str] = set()
+    pending, seen = [node], set()
+    while pending:
+        value = pending.pop()
+        if (variable := variable_read(value, imports)) is not None:
+            found.add(variable)
+            continue
+        if not isinstance(value, cst.Name):
+            return None
+        if value.value in seen:
+            continue
+        seen.add(value.value)
+        if bindings is None:
+            bindings = _bindings(scope)
+        values = bindings.get(value.value)
+        if not values or None in values:
+            return None  # not bound here (a parameter, a global), or bound by something other than `=`
+        pending.extend(values)
+    return frozenset(found)
+
+
+def _bindings(scope: cst.Module | cst.FunctionDef) -> dict[str, list[cst.BaseExpression | None]]:
+    """Each name `scope` binds, with the value of each binding: the right-hand side of `name = value`,
+    None for every other binding (a parameter, a loop or `with` target, an unpacking, `+=`, `:=`, an
+    import, a definition, a `global` or `nonlocal` declaration, which hands the name to other code)."""
+    binder = _ValueBinder(scope)
+    if isinstance(scope, cst.FunctionDef):
+        for param in _parameters(scope.params):
+            binder.bind(param.name.value, None)
+        binder.walk(scope.body)
+    else:
+        binder.walk(scope)
+    return binder.values
+
+
+def _parameters(params: cst.Parameters) -> list[cst.Param]:
+    star = [params.star_arg] if isinstance(params.star_arg, cst.Param) else []
+    kwargs = [params.star_kwarg] if params.star_kwarg is not None else []
+    return [*params.posonly_params, *params.params, *star, *params.kwonly_params, *kwargs]
+
+
+class _ValueBinder(Walker):
+    def __init__(self, scope: cst.CSTNode) -> None:
+        self.scope = scope
+        self.module = isinstance(scope, cst.Module)
+        self.values: dict[str, list[cst.BaseExpression | None]] = {}
+
+    def bind(self, name: str, value: cst.BaseExpression | None) -> None:
+        self.values.setdefault(name, []).append(value)
+
+    def _targets(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Name):
+            self.bind(target.value, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._targets(element.value, None)
+        elif isinstance(target, cst.StarredElement):
+            self._targets(target.value, None)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._targets(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._targets(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._targets(node.target, None)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._targets(node.target, None)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._targets(node.target, None)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._targets(node.name, None)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        self.bind((node.evaluated_alias or node.evaluated_name).split(".")[0], None)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        for item in node.names:
+            self.bind(item.name.value, None)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        for item in node.names:
+            self.bind(item.name.value, None)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.bind(node.name.value, None)
+        return self.module  # a function may rebind a module's name (`global`); its own names are its own
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.bind(node.name.value, None)
+        return self.module
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
 
 
 def string_value(node: cst.BaseExpression | None, constants: dict[str, str] | None = None) -> str | None:
