@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from pathlib import Path
 from collections.abc import Iterator
 
 import libcst as cst
@@ -22,6 +23,7 @@ from gpumem_lint.knowledge.lockin import Variable, lockin_table
 from gpumem_lint.rules._bindings import bound_names, statement_blocks, used_names
 from gpumem_lint.rules._test_files import is_test_file
 from gpumem_lint.rules.base import Report
+from gpumem_lint.semantic.callers import callers_of
 from gpumem_lint.semantic.env_writes import (
     EnvWrite,
     env_writes,
@@ -88,7 +90,24 @@ def _read_again(order, write: EnvWrite, row: Variable, ctx: FileContext) -> bool
     rereaders = frozenset().union(*(table.events_implying(event) for event in row.reread_by))
     if rereaders and order.first_event_after(write.node, rereaders, reached=True):
         return True
-    return bool(row.api) and any(name in row.api for name in ctx.shared(_called_names))
+    if bool(row.api) and any(name in row.api for name in ctx.shared(_called_names)):
+        return True
+    return bool(rereaders) and _read_again_by_callers(write, rereaders, ctx)
+
+
+def _read_again_by_callers(write: EnvWrite, rereaders: frozenset[str], ctx: FileContext) -> bool:
+    """A write in a module-level function whose callers in other first-party modules run a rereading
+    event after it returns (`init_distributed()`, then `init_device_mesh(...)`, which builds new groups).
+    Callers in this file are already in its program order."""
+    scope = ctx.shared(_write_scopes).get(id(write.node))
+    source = Path(ctx.path)
+    if not isinstance(scope, cst.FunctionDef) or not any(s is scope for s in ctx.module.body) or not source.is_file():
+        return False
+    for caller in callers_of(source.resolve(), scope.name.value):
+        ctx.dependencies.add(caller.path)
+        if caller.order.first_event_after_return(caller.call, rereaders):
+            return True
+    return False
 
 
 def message(write: EnvWrite, row: Variable, site: Site) -> str:

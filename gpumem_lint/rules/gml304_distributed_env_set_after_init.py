@@ -13,7 +13,9 @@ class DistributedEnvSetAfterInit(Rule):
     first collective or `init_process_group(device_id=...)` (the NCCL communicator exists), and
     `TORCH_NCCL_*` and the env:// rendezvous variables (`MASTER_ADDR`, `MASTER_PORT`, `RANK`,
     `WORLD_SIZE`) after `init_process_group` — unless a new group or collective follows, which
-    may read them again.
+    may read them again: in the rest of the program the write's code reaches, or, for a write in
+    a module-level function, in a caller in another first-party module after the function returns
+    (`init_distributed()`, then `init_device_mesh(...)`; `fixtures/safe/dist_project`).
 
     ## Why is this bad?
     NCCL reads its environment once per process, when it creates the first communicator.

@@ -42,6 +42,7 @@ API (for rules; build through `ctx.program_order`, cached per file):
     #    CUDA_INIT_EVENTS (= every event that runs cuInit) is what a fork-after-CUDA rule asks for.
     order.first_event_after(node, {"process_launch"}, reached=True)   # after the node, in code it reaches
     order.first_call_after(node, {"torch.cuda.set_device"})           # a given call after the node
+    order.first_event_after_return(call, {"process_group_init"})      # in the caller, after the call returned
     order.executed(node)                                 # does any timeline reach the node?
 
 `Site.via` names the import or call that ran a call of another module ("`import utils` at line 2",
@@ -247,6 +248,20 @@ class ProgramOrder:
         (and what that calls), or of the module run as a script — not every function of the module
         that might be called after the module-level node ran."""
         return self._first(node, events, before=False, reached=reached)
+
+    def first_event_after_return(self, call: cst.Call, events: Collection[str]) -> Site | None:
+        """The earliest step causing one of `events` after `call` returned, in code the call's own code
+        reaches (as `first_event_after(..., reached=True)`): what the called function did is not counted."""
+        wanted = frozenset(events)
+
+        def matches(step: Step) -> bool:
+            return step.node is not call and bool(step.events & wanted)
+
+        return self._first(call, (), before=False, reached=True, matches=matches)
+
+    def imported(self, local: str) -> tuple[cst.Import | cst.ImportFrom, str | None] | None:
+        """The import statement that binds `local`, and the name it imports for `from m import name`."""
+        return self._bound.get(local)
 
     def executed(self, node: cst.CSTNode) -> bool:
         return id(node) in self._occurrences()

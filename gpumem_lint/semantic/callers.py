@@ -1,0 +1,135 @@
+"""First-party callers of a module's function, in the other modules of its project.
+
+Program order follows calls forward, into the modules a file imports; what runs after a function
+returns is in its callers, which the file does not import. They are found by reading the project's
+other Python files (under `module_graph.project_root`, hidden and environment directories skipped)
+that name both the function and its module — a text filter first —, then parsing those and
+resolving their imports (`module_graph.resolve_import`) to the file: `f()` after
+`from pkg.mod import f`, `mod.f()` after `from pkg import mod` or `import pkg.mod as mod`.
+A call through a re-export (`from pkg import f`, where `pkg/__init__.py` imports it) is not seen.
+
+Asked only for a finding that is about to be reported, and read once per process and file. The
+files read become dependencies of the finding (the result cache re-checks them); a caller added
+in a new file is seen once the linted file changes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import libcst as cst
+
+from gpumem_lint.cst_parse import parse_module
+from gpumem_lint.semantic.module_graph import ModuleGraph, project_root, resolve_import
+from gpumem_lint.semantic.program_order import ProgramOrder
+from gpumem_lint.semantic.walk import Walker
+
+#: Directories that hold no first-party code.
+_SKIPPED = frozenset({"node_modules", "__pycache__", "site-packages", "dist-packages", "build", "dist"})
+#: A project with more Python files than this is not searched (a monorepo, a vendored tree).
+MAX_FILES = 5_000
+#: Larger files are not read (generated tables, vendored code).
+_MAX_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Caller:
+    path: Path
+    order: ProgramOrder  # the caller's module, with its own first-party imports followed
+    call: cst.Call
+
+
+def callers_of(source: Path, function: str) -> Iterator[Caller]:
+    """Calls of the module-level `function` of `source` (a resolved path) in the project's other modules."""
+    root = project_root(source.parent)
+    stem = source.parent.name if source.name == "__init__.py" else source.stem
+    for path in _python_files(root):
+        if path == source:
+            continue
+        text = _text(path)
+        if text is None or function not in text or stem not in text:
+            continue
+        parsed = _parsed(path)
+        if parsed is None:
+            continue
+        module, order = parsed
+        finder = _Calls(function)
+        finder.walk(module)
+        for call in finder.found:
+            if _resolves_to(call.func, order, function, path, root, source, stem):
+                yield Caller(path, order, call)
+
+
+def _resolves_to(
+    func: cst.BaseExpression, order: ProgramOrder, function: str, path: Path, root: Path, source: Path, stem: str
+) -> bool:
+    if isinstance(func, cst.Name):
+        bound = order.imported(func.value)
+        if bound is None or bound[1] != function:
+            return False
+        files = resolve_import(bound[0], path, root)
+        return bool(files) and files[-1] == source
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        bound = order.imported(func.value.value)
+        if bound is None:
+            return False
+        node, imported = bound
+        files = resolve_import(node, path, root)
+        if imported is not None:  # `from pkg import mod`, then `mod.f()`
+            return imported == stem and source in files
+        # `import pkg.mod as mod`, then `mod.f()`
+        return isinstance(node, cst.Import) and any(alias.asname for alias in node.names) and files[-1:] == (source,)
+    return False
+
+
+class _Calls(Walker):
+    def __init__(self, function: str) -> None:
+        self.function = function
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+        if name == self.function:
+            self.found.append(node)
+
+
+# A lint run does not change the tree it reads: file-system answers are cached per process.
+@lru_cache(maxsize=64)
+def _python_files(root: Path) -> tuple[Path, ...]:
+    found: list[Path] = []
+    for directory, subdirectories, files in os.walk(root):
+        if "pyvenv.cfg" in files:
+            subdirectories[:] = []
+            continue
+        subdirectories[:] = sorted(d for d in subdirectories if not d.startswith(".") and d not in _SKIPPED)
+        found.extend(Path(directory, name) for name in sorted(files) if name.endswith(".py"))
+        if len(found) > MAX_FILES:
+            return ()
+    return tuple(found)
+
+
+@lru_cache(maxsize=4096)
+def _text(path: Path) -> str | None:
+    try:
+        if path.stat().st_size > _MAX_BYTES:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+@lru_cache(maxsize=256)
+def _parsed(path: Path) -> tuple[cst.Module, ProgramOrder] | None:
+    text = _text(path)
+    if text is None:
+        return None
+    try:
+        module = parse_module(text)
+    except cst.ParserSyntaxError:
+        return None
+    return module, ProgramOrder(module, str(path), lambda node: 0, ModuleGraph(path), path)
