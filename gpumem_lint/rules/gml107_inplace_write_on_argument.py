@@ -43,8 +43,9 @@ class InplaceWriteOnArgument(Rule):
     Mutation is taken as intended, and not reported, in functions (or classes) whose name ends with
     `_` or says `init`/`reset`/`update`/`step`/`inplace`, whose docstring says "in place",
     under `torch.no_grad()`, through `.data`/`.detach()`, via `nn.init`, for
-    parameters named like outputs (`out`, `buf`, `dst`, `*_out`), and for an optional
-    parameter (default `None`) that the function fills and returns: an output buffer. A plain
+    parameters named like outputs (`out`, `buf`, `dst`, `*_out`), for an optional
+    parameter (default `None`) that the function fills and returns, and for a parameter it
+    overwrites whole (`buf.copy_(x)`, `out=buf`) before reading its values: an output buffer. A plain
     function's write is reported only at a call that passes that parameter: one left at its
     default (`scratch=None`, allocated by the function) is memory no caller sees. Methods other than
     `forward` and `__call__` are not checked: updating state is what they are for.
@@ -362,6 +363,31 @@ class TwoViews(nn.Module):
         for i, view in enumerate(views):
             views[i] = self.encoder(view)
         return views
+""",
+        # the caller's buffers are overwritten whole (`copy_`, `out=`) before they are read: scratch memory
+        """
+import torch
+
+
+def rms_norm_inference(weight, x, scratch=None, variance=None):
+    if scratch is None:
+        scratch = x.float()
+        variance = scratch.square().mean(-1, keepdim=True)
+    else:
+        scratch.copy_(x)
+        torch.mean(scratch.square(), -1, keepdim=True, out=variance)
+    variance += 1e-6
+    scratch *= variance.rsqrt()
+    return (scratch * weight).to(x.dtype)
+
+
+def decode(layers, hidden):
+    scratch = torch.empty(4, 8)
+    variance = torch.empty(4, 1)
+    for attention_norm, mlp_norm in layers:
+        hidden = rms_norm_inference(attention_norm, hidden, scratch, variance)
+        hidden = rms_norm_inference(mlp_norm, hidden, scratch, variance)
+    return hidden
 """,
     )
     INVALID = (

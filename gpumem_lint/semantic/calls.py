@@ -218,6 +218,8 @@ class CallSemantics:
         if method in k.data_write_methods and (array or method in k.tensor_only_methods):
             if not (method == "copy_" and args and args[0].handles == receiver.handles):  # `x.copy_(x)`: no change
                 self._write(receiver, node, method, state)
+                if method in k.buffer_overwrites:
+                    self._note_filled_parameter(node, node.func.value, state)
                 self._check_overlap(node, receiver, [(arg.value, value) for arg, value in zip(node.args, args)])
             return receiver
         if method in k.detach_methods:
@@ -329,6 +331,7 @@ class CallSemantics:
         if qualified.startswith("numpy."):
             if "out" in keywords:
                 self._write(keywords["out"], node, "out=", state)
+                self._note_filled_parameter(node, keyword(node, "out"), state)
             return self._fresh_value(node, ndarray=True)
         if qualified.startswith("torch.optim.") and qualified.count(".") == 2 and qualified[12:13].isupper():
             return self._optimizer(node, args)
@@ -360,6 +363,7 @@ class CallSemantics:
             return EMPTY
         if "out" in keywords and name in k.out_functions:
             self._write(keywords["out"], node, "out=", state)
+            self._note_filled_parameter(node, keyword(node, "out"), state)
             inputs = [(arg.value, value) for arg, value in zip(node.args, args) if arg.keyword is None]
             self._check_overlap(node, keywords["out"], inputs)
             return keywords["out"]

@@ -14,6 +14,7 @@ see. Rules decide which facts are hazards.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -87,6 +88,7 @@ class ScopeFacts:
     called_by_training: bool = False  # a caller that calls backward() passes it a tensor requiring grad
     returned: frozenset[Storage] = frozenset()  # the memory of what the function returns
     dropped: frozenset[int] = frozenset()  # ids of the calls made for their effect: `f(x)` alone, result unused
+    filled_params: frozenset[str] = frozenset()  # parameters overwritten whole before their values are read
     returns_value: bool = False  # some `return` gives a value other than a constant (`None`, `False`, `0`)
     returns: Returns | None = None  # what every `return` gives back, for its callers (summaries.py)
     returns_grad: Grad = Grad.UNKNOWN  # the most any returned tensor requires (NO: only indices, masks)
@@ -98,9 +100,15 @@ class ScopeFacts:
 
     def is_output_buffer(self, write: Write) -> bool:
         """`def f(x, out=None): out[...] = ...; return out`: an optional parameter the function
-        fills and returns is its output, which the caller passed to be filled."""
+        fills and returns is its output, which the caller passed to be filled. So is a parameter whose
+        values the function overwrites whole before it reads them (`torch.mean(..., out=buf)`,
+        `buf.copy_(x)`): it never looks at what the caller had there."""
         storage = write.storage
-        return storage.origin == "param" and storage.label in self.scope.optional_params and storage in self.returned
+        if storage.origin != "param":
+            return False
+        return storage.label in self.filled_params or (
+            storage.label in self.scope.optional_params and storage in self.returned
+        )
 
     def argument_writes(self, evidence_needed: bool = True) -> list[Write]:
         """In-place writes to tensors the caller passed in, other than on purpose. `+=` and `[i] =`
@@ -168,6 +176,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._init_releases()
         self._init_grad()
         self._filled: set[Storage] = set()  # blank memory some write has filled (in analysis order)
+        self._filled_params: set[str] = set()  # parameters whose first use overwrote them whole
+        self._parameter_reads: dict[str, cst.CSTNode] = {}  # where each parameter's own memory was first read
         self._returned: set[Storage] = set()
         self._dropped: set[int] = set()
         self._rebinding: dict[int, str] = {}  # id of a call -> the name its statement rebinds: `g = f(g)`
@@ -212,6 +222,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             retained=list(self.retained.values()),
             returned=frozenset(self._returned),
             dropped=frozenset(self._dropped),
+            filled_params=frozenset(self._filled_params),
             returns_value=bool(self._return_values),
             returns=summarise(self._return_values, self.scope.all_params) if self.scope.is_function else None,
             returns_grad=max(
@@ -649,7 +660,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return self._subscript(node, state)
         if kind in _OPERATIONS:
             kept_before = len(self._kept)
-            operands = [self._eval(child, state) for child in _operands(node)]
+            # `x is None` tests the binding, not the memory: no read of x's values
+            values_read = record and not (kind is cst.Comparison and _identity_test(node))
+            operands = [self._eval(child, state, values_read) for child in _operands(node)]
             tensor = False
             for operand in operands:
                 tensor |= operand.tensor
@@ -725,6 +738,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         if len(handles) == 1:  # most places hold one thing
             (handle,) = handles
             tensor, ndarray = handle.tensor, handle.ndarray
+            if record and handle.storage.origin == "param":
+                self._parameter_reads.setdefault(place, node)
         else:
             tensor, ndarray = any(h.tensor for h in handles), any(h.ndarray for h in handles)
         held = state.held.get(place)
@@ -969,6 +984,20 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                     self._after_forward.add(write)  # some forward computed with it already
             if writer.storage.blank:
                 self._filled.add(writer.storage)
+
+    def _note_filled_parameter(self, node: cst.Call, target: cst.BaseExpression | None, state: State) -> None:
+        """`buf.copy_(x)`, `torch.mean(x, out=buf)` as the first use of parameter `buf`: the function
+        overwrites the caller's memory whole before reading it, so that memory is its output buffer.
+        Not when the call also reads it (`buf.copy_(buf * 2)`) or `buf` no longer names the parameter."""
+        if type(target) is not cst.Name or self._parameter_reads.get(target.value) is not target:
+            return
+        name = target.value
+        if any(h.storage.origin != "param" or h.storage.label != name for h in state.env[name]):
+            return
+        pattern = re.compile(rf"\b{re.escape(name)}\b")
+        if any(arg.value is not target and pattern.search(self._code(arg.value)) for arg in node.args):
+            return
+        self._filled_params.add(name)
 
     def _layout_write(self, target: Value, node: cst.CSTNode, op: str, state: State) -> None:
         """`x.t_()`, `x.squeeze_()`: no alias sees other values, but autograd sees an in-place
@@ -1255,6 +1284,10 @@ def _operands(node) -> list[cst.BaseExpression]:
     if isinstance(node, cst.BooleanOperation):
         return [node.left, node.right]
     return [node.left, *(target.comparator for target in node.comparisons)]
+
+
+def _identity_test(node: cst.Comparison) -> bool:
+    return all(type(target.operator) is cst.Is or type(target.operator) is cst.IsNot for target in node.comparisons)
 
 
 def _formatted_expressions(node) -> list[cst.BaseExpression]:
