@@ -1,6 +1,6 @@
 """Where does a cold run's time go? One process, every file of a corpus, each stage timed.
 
-    python bench/profile_cold.py [CORPUS ...] [--limit N]
+    python bench/profile_cold.py [CORPUS ...] [--limit N] [--checkout]
 
 Stages are timed by wrapping the functions that do them (no profiler overhead on the
 Python-heavy stages), exclusive of each other: reading and decoding, deciding what to
@@ -9,12 +9,15 @@ model (scopes and flow analysis), positions, program order and the imported modu
 summarises, CPython's syntax check of files no rule can flag, each rule family's own work,
 and the rest (suppressions, output types).
 The floor, libcst parsing every file, is timed on the same texts for comparison.
+`--checkout` lints each corpus as speed.py does, its files copied under a project root (so that
+first-party imports are followed).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from functools import cached_property, wraps
 from pathlib import Path
@@ -79,13 +82,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("corpora", nargs="*", default=["timm"])
     parser.add_argument("--limit", type=int, default=0, help="only the first N files of each corpus")
+    parser.add_argument("--checkout", action="store_true", help="each corpus as a checkout, as speed.py lints it")
     parser.add_argument("--select", default="", help="only the rules whose code starts with this (default: every rule)")
     args = parser.parse_args()
     available = default_corpora()
     texts: list[tuple[str, str]] = []
+    scratch = tempfile.TemporaryDirectory()
     started = time.process_time()
     for name in args.corpora:
-        files = python_files(available[name])[: args.limit or None]
+        root = available[name]
+        if args.checkout:
+            from speed import checkout
+
+            root = checkout(name, root, Path(scratch.name))
+        files = python_files(root)[: args.limit or None]
         for path in files:
             try:
                 texts.append((str(path), decode_source(path.read_bytes())))
@@ -108,7 +118,8 @@ def main() -> int:
             lint(text, display, rules)
     total = time.process_time() - started
     lines = sum(text.count("\n") + 1 for _, text in texts)
-    print(f"{', '.join(args.corpora)}: {len(texts)} files, {lines:,} lines; CPU seconds, one process")
+    form = " (as checkouts)" if args.checkout else ""
+    print(f"{', '.join(args.corpora)}{form}: {len(texts)} files, {lines:,} lines; CPU seconds, one process")
     print(f"  {'floor: libcst parses every file':44} {floor:7.2f}")
     print(f"  {'reading and decoding':44} {read:7.2f}")
     print(f"  {'lint (cold, no cache)':44} {total:7.2f}  = {total / floor:.2f} x floor")

@@ -46,8 +46,7 @@ if TYPE_CHECKING:
 #: A function whose result its callers are judged by (semantic/summaries.py): it returns an
 #: `expand` view, the outputs of one split, a new Parameter or a tensor it made require grad.
 #: Kept when a kept scope names it.
-SUMMARY_LINKS = re.compile(r"\.expand(?:_as)?\(|broadcast_to\(|\.chunk\(|split\(|unbind\(|Parameter\(|requires_grad")
-_RETURN = re.compile(r"\breturn\b")
+SUMMARY_LINKS = tuple(".expand( .expand_as( broadcast_to( .chunk( split( unbind( Parameter( requires_grad".split())
 
 #: Off: every file is parsed in full (bench/fast_path_equality.py compares the two).
 enabled = True
@@ -58,35 +57,69 @@ _UNUSUAL_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _DEF_NAME = re.compile(r"\bdef\s+(\w+)")
 _WORD_BEFORE = re.compile(r"(\w+)\s*\Z")
 _WORD_AFTER = re.compile(r"\s*(\w+)")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9_]+")
+#: A pattern that is only words, one or another (`state_dict|parameters|buffers`).
+_WORDS_OR_WORDS = re.compile(r"\w+(?:\|\w+)*")
 #: Where a statement holds statements, in source order (`handlers` and `cases` hold clauses with a body).
 _BLOCKS = ("body", "handlers", "cases", "orelse", "finalbody")
+#: Of each compound statement, the fields of `_BLOCKS` it has (a statement of another type holds none).
+_BLOCK_FIELDS: dict[type, tuple[str, ...]] = {
+    **dict.fromkeys((ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.With, ast.AsyncWith), ("body",)),
+    **dict.fromkeys((ast.If, ast.For, ast.AsyncFor, ast.While), ("body", "orelse")),
+    **dict.fromkeys(
+        filter(None, (ast.Try, getattr(ast, "TryStar", None))), ("body", "handlers", "orelse", "finalbody")
+    ),
+    ast.Match: ("cases",),
+}
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 #: What calling an object of a class runs (semantic/class_facts.py `called_method`).
 _CALLED_METHODS = ("__call__", "forward")
 _IMPORT = (ast.Import, ast.ImportFrom)
+_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 #: Text of a method that states what its class's instances hold (`register_buffer`), or that may
 #: turn grad off module-wide (`p.requires_grad_(False)`, `p.requires_grad = False`).
 _FACT_CALLS = re.compile(r"register_(?:parameter|buffer)|requires_grad")
 
 
-def _passes_own_value_to(function: ast.FunctionDef | ast.AsyncFunctionDef, callees: set[str]) -> bool:
-    """Whether `function` calls one of `callees` with a value of its own: a parameter or a local
-    made from one (`f(t)`, `norm(resized)` in `def g(t)`), not only globals and constants."""
+def _passes_own_value_to(unit: _Unit, callees: set[str], source: _Lines) -> bool:
+    """Whether a top-level function calls one of `callees` with a value of its own: a parameter or a
+    local made from one (`f(t)`, `norm(resized)` in `def g(t)`), not only globals and constants. Only
+    the statements that show a callee's name, then an argument's, are walked."""
+    function = unit.node
     arguments = function.args
-    own = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
-    calls = []
-    for node in ast.walk(function):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            own.add(node.id)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in callees:
-            calls.append(node)
-    return any(
-        isinstance(name, ast.Name) and name.id in own
+    calls = [
+        node
+        for node in _walk_near(function, source.mentions(callees, unit.start, unit.end))
+        if type(node) is ast.Call and isinstance(node.func, ast.Name) and node.func.id in callees
+    ]
+    passed = {
+        name.id
         for call in calls
         for value in (*call.args, *(keyword.value for keyword in call.keywords))
         for name in ast.walk(value)
+        if isinstance(name, ast.Name)
+    }
+    if not passed:
+        return False
+    if any(a.arg in passed for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)):
+        return True
+    return any(
+        type(node) is ast.Name and isinstance(node.ctx, ast.Store) and node.id in passed
+        for node in _walk_near(function, source.mentions(passed, unit.start, unit.end))
     )
+
+
+def _walk_near(root: ast.AST, mentions: list[int] | None) -> Iterator[ast.AST]:
+    """Every node under root, as `ast.walk` finds them, but the statements that span none of these
+    lines (None: every statement)."""
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if mentions is None or not isinstance(child, ast.stmt) or _any_between(mentions, *_span(child)):
+                pending.append(child)
 
 
 def _binds_object(node: ast.stmt, classes: set[str]) -> bool:
@@ -111,7 +144,12 @@ def cpython_tree(text: str) -> ast.Module | None:
 
 def ast_blocks(statement: ast.AST) -> Iterator[list[ast.stmt]]:
     """The blocks of statements a statement of CPython's tree holds, in source order."""
-    for name in _BLOCKS:
+    names = _BLOCK_FIELDS.get(type(statement))
+    if names is None:
+        if isinstance(statement, ast.stmt):
+            return  # a simple statement
+        names = _BLOCKS
+    for name in names:
         block = getattr(statement, name, None)
         if block and name in ("handlers", "cases"):
             yield from (clause.body for clause in block)
@@ -144,25 +182,19 @@ class Stores:
     assignment into an item of a name its scope binds only to lists, dicts and sets (`out[i] = y`
     after `out = []`) is not one: flow.py writes only into an array."""
 
-    def lines(self, tree: ast.Module, source: _Lines) -> set[int]:
-        statements = list(_scoped_statements(tree))
-        declared = _declared(node for _, node in statements)
-        containers: dict[int, frozenset[str]] = {}
-        bound: dict[tuple[int, str], bool] = {}  # (function, name): its text shows `name = [` or `name = {`
+    def lines(self, scan: _Scan, source: _Lines) -> set[int]:
+        containers: dict[tuple[int, str], bool] = {}  # (function, name): bound only to containers there
         found = set()
-        for scope, node in statements:
-            if not _stores(node):
-                continue
+        for scope, node in scan.stores:
             bases = _item_store_bases(node)
             if bases and scope is not None:  # in a function
                 for name in bases:
-                    if (id(scope), name) not in bound:
-                        bound[id(scope), name] = _shows_container_binding(source, scope, name)
-                if all(bound[id(scope), name] for name in bases):
-                    if id(scope) not in containers:
-                        containers[id(scope)] = _container_names(scope, declared)
-                    if bases <= containers[id(scope)]:
-                        continue
+                    if (id(scope), name) not in containers:
+                        containers[id(scope), name] = _shows_container_binding(source, scope, name) and (
+                            _only_container(scope, name, scan.declared, source)
+                        )
+                if all(containers[id(scope), name] for name in bases):
+                    continue
             found.add(node.lineno)
         return found
 
@@ -178,6 +210,100 @@ class Reduction:
     origin: list[int]
 
 
+class _Scan:
+    """One pass over CPython's statements answers what the fast path asks of its tree: the statements
+    that store into a subscript or augment a target (with the function whose names they bind), the
+    names declared `global` or `nonlocal`, the import statements, the lines of the statements that
+    assign `self.<name>`, and the `self.<name>` assigned a call with an `inplace` keyword. Expressions
+    are entered only below an assignment's targets (and the keywords of a call it assigns)."""
+
+    def __init__(self, tree: ast.Module, inplace: bool) -> None:
+        #: (the function whose names it binds, or None at module level and in a class body; the statement).
+        self.stores: list[tuple[_Function | None, ast.stmt]] = []
+        self.declared: set[str] = set()
+        self.imports: list[ast.stmt] = []
+        #: The lines of the statements that assign `self.<name>` (semantic/scopes.py: a fact about the instances).
+        self.self_stores: list[int] = []
+        #: (line, names) of `self.<name> = Call(..., inplace=...)`, when the file mentions `inplace`.
+        self.inplace: list[tuple[int, set[str]]] = []
+        stores, self_stores = self.stores, self.self_stores
+        pending: list[tuple[list[ast.stmt], _Function | None]] = [(tree.body, None)]
+        while pending:
+            block, scope = pending.pop()
+            for node in block:
+                kind = type(node)
+                if kind is ast.Assign:
+                    targets = node.targets
+                    if len(targets) != 1 or type(targets[0]) is not ast.Name:  # `x = ...` stores into nothing
+                        if any(map(_stored_into, targets)):
+                            stores.append((scope, node))
+                        if _binds_self_attribute(targets):
+                            self_stores.append(node.lineno)
+                        if inplace and _has_inplace_keyword(node.value):
+                            self.inplace.append((node.lineno, set(filter(None, map(_attribute_of_self, targets)))))
+                elif kind is ast.Expr or kind is ast.Return or kind is ast.Pass:
+                    continue
+                elif kind is ast.AugAssign:
+                    stores.append((scope, node))
+                    if _binds_self_attribute([node.target]):
+                        self_stores.append(node.lineno)
+                elif kind is ast.AnnAssign:
+                    if node.value is not None and _stored_into(node.target):
+                        stores.append((scope, node))
+                    if _binds_self_attribute([node.target]):
+                        self_stores.append(node.lineno)
+                elif kind is ast.Import or kind is ast.ImportFrom:
+                    self.imports.append(node)
+                elif kind is ast.Global or kind is ast.Nonlocal:
+                    self.declared.update(node.names)
+                elif kind in _BLOCK_FIELDS:
+                    if kind is ast.For or kind is ast.AsyncFor:
+                        if _stored_into(node.target):
+                            stores.append((scope, node))
+                        if _binds_self_attribute([node.target]):
+                            self_stores.append(node.lineno)
+                    elif kind is ast.With or kind is ast.AsyncWith:
+                        bound = [item.optional_vars for item in node.items if item.optional_vars is not None]
+                        if any(map(_stored_into, bound)):
+                            stores.append((scope, node))
+                        if _binds_self_attribute(bound):
+                            self_stores.append(node.lineno)
+                    inner = None if kind is ast.ClassDef else node if kind in _FUNCTION else scope
+                    pending.extend((body, inner) for body in ast_blocks(node))
+        self.imports.sort(key=lambda node: (node.lineno, node.col_offset))
+        self.import_lines = [node.lineno for node in self.imports]
+        self.self_stores.sort()
+
+    def imports_within(self, start: int, end: int) -> list[ast.stmt]:
+        """The import statements that start in lines start to end, in source order."""
+        return self.imports[bisect_left(self.import_lines, start) : bisect_right(self.import_lines, end)]
+
+    def inplace_attributes(self, start: int, end: int) -> set[str]:
+        """`act` of `self.act = nn.ReLU(inplace=True)`, `self.act.fn = ...` in lines start to end
+        (semantic/scopes.py `inplace_modules`)."""
+        return {name for line, names in self.inplace if start <= line <= end for name in names}
+
+
+def _binds_self_attribute(targets: list[ast.expr]) -> bool:
+    """Whether these targets, tuples unpacked, assign `self.<name>`."""
+    pending = list(targets)
+    while pending:
+        target = pending.pop()
+        kind = type(target)
+        if kind is ast.Attribute:
+            if _is_self(target.value):
+                return True
+        elif kind is ast.Tuple or kind is ast.List:
+            pending.extend(target.elts)
+        elif kind is ast.Starred:
+            pending.append(target.value)
+    return False
+
+
+def _has_inplace_keyword(value: ast.expr) -> bool:
+    return isinstance(value, ast.Call) and any(keyword.arg == "inplace" for keyword in value.keywords)
+
+
 def reduce_source(text: str, rules: Sequence[type[Rule]]) -> Reduction | None:
     """The source libcst needs for these rules, or None when it needs the whole file."""
     if not enabled or any(rule.scope_triggers is None for rule in rules):
@@ -187,7 +313,8 @@ def reduce_source(text: str, rules: Sequence[type[Rule]]) -> Reduction | None:
     if tree is None:
         return None
     lines = _Lines(text)
-    return _Reducer(lines, tree, _Triggers(lines, tree, triggers)).run()
+    scan = _Scan(tree, "inplace" in text)
+    return _Reducer(lines, tree, scan, _Triggers(lines, scan, triggers)).run()
 
 
 class _Lines:
@@ -198,19 +325,62 @@ class _Lines:
         self.lines = split_lines(text)
         self.starts = list(accumulate(map(len, self.lines), initial=0))
         self.scanned = "\n" + text  # so that a pattern anchored on "\n" sees line 1 too
+        self.found: dict[str, list[int]] = {}  # of each word, the lines it occurs in
 
     def touched(self, pattern: re.Pattern[str]) -> set[int]:
         """Every line some match of pattern touches (a match in a line's scope makes it a candidate)."""
+        if pattern.flags == re.UNICODE and _WORDS_OR_WORDS.fullmatch(pattern.pattern):
+            return self.holding(pattern.pattern.split("|"))  # the same lines: none of them spans two
         found: set[int] = set()
         for match in pattern.finditer(self.scanned):
             first = self._line(match.start() - 1)
             found.update(range(first, self._line(match.end() - 2) + 1))
         return found
 
-    def words(self, words: set[str]) -> Iterator[tuple[int, str]]:
-        """(line, word) of every occurrence of these words."""
-        for match in _words(words).finditer(self.scanned):
-            yield self._line(match.start() - 1), match.group()
+    def holding(self, literals: Iterable[str]) -> set[int]:
+        """The lines that hold one of these strings (none of them holding a line break)."""
+        found: set[int] = set()
+        scanned = self.scanned
+        for literal in literals:
+            at = scanned.find(literal)
+            while at != -1:
+                found.add(self._line(at - 1))
+                at = scanned.find(literal, at + 1)
+        return found
+
+    def words(self, words: Iterable[str]) -> Iterator[tuple[int, str]]:
+        """(line, word) of every occurrence of these words (as `\\b<word>\\b` finds it)."""
+        for word in words:
+            for line in self.occurrences(word):
+                yield line, word
+
+    def mentions(self, words: Iterable[str], start: int, end: int) -> list[int] | None:
+        """The lines, sorted, where these words occur, when lines start to end are ASCII (a node
+        naming one of them then shows it in its text); None when not (CPython normalises identifiers)."""
+        if not self.scanned[self.starts[start - 1] + 1 : self.starts[end] + 1].isascii():
+            return None
+        return sorted({line for word in words for line in self.occurrences(word)})
+
+    def occurrences(self, word: str) -> list[int]:
+        """The line of each occurrence of a whole word, in order (string search, not a regex)."""
+        found = self.found.get(word)
+        if found is not None:
+            return found
+        if not _ASCII_WORD.fullmatch(word):
+            found = [self._line(match.start() - 1) for match in _words({word}).finditer(self.scanned)]
+        else:
+            found = []
+            scanned, size = self.scanned, len(word)
+            at = scanned.find(word)
+            while at != -1:
+                after = scanned[at + size : at + size + 1]
+                if not (after and (after.isalnum() or after == "_")):
+                    before = scanned[at - 1]  # scanned starts with "\n"
+                    if not (before.isalnum() or before == "_"):
+                        found.append(self._line(at - 1))
+                at = scanned.find(word, at + 1)
+        self.found[word] = found
+        return found
 
     def _line(self, offset: int) -> int:
         return max(1, bisect_right(self.starts, offset))
@@ -220,6 +390,12 @@ class _Lines:
         is searched whole by `touched`; one found everywhere, only where it is needed)."""
         return pattern.search(self.scanned, self.starts[start - 1] + 1, self.starts[end] + 1) is not None
 
+    def contains(self, literal: str, start: int, end: int) -> bool:
+        return self.scanned.find(literal, self.starts[start - 1] + 1, self.starts[end] + 1) != -1
+
+    def findall(self, pattern: re.Pattern[str], start: int, end: int) -> list[str]:
+        return pattern.findall(self.scanned, self.starts[start - 1] + 1, self.starts[end] + 1)
+
     def text_of(self, start: int, end: int) -> str:
         return "".join(self.lines[start - 1 : end])
 
@@ -227,7 +403,7 @@ class _Lines:
 class _Triggers:
     """Which lines hold what any active rule's scope triggers look for."""
 
-    def __init__(self, lines: _Lines, tree: ast.Module, triggers: Iterable[Trigger]) -> None:
+    def __init__(self, lines: _Lines, scan: _Scan, triggers: Iterable[Trigger]) -> None:
         touched: set[int] = set()
         self.source = lines
         #: Of each `AllOf`: the lines its first pattern touches, and the rest, looked for scope by scope.
@@ -235,7 +411,7 @@ class _Triggers:
         patterns: list[re.Pattern[str]] = []
         for trigger in triggers:
             if isinstance(trigger, Stores):
-                touched |= trigger.lines(tree, lines)
+                touched |= trigger.lines(scan, lines)
             elif isinstance(trigger, AllOf):
                 first = sorted(lines.touched(trigger.patterns[0]))
                 if first:  # else no scope shows them all
@@ -246,7 +422,7 @@ class _Triggers:
         # `from torch import relu_ as r`: `r(x)` writes as `relu_(x)` would.
         aliases = {local for original, local in _aliases(lines.text) if any(p.search(f"{original}(") for p in patterns)}
         if aliases:
-            touched |= lines.touched(_words(aliases))
+            touched.update(line for line, _ in lines.words(aliases))
         self.lines = sorted(touched)
 
     def __call__(self, *spans: tuple[int, int]) -> bool:
@@ -256,44 +432,6 @@ class _Triggers:
             and all(any(self.source.shows(pattern, *span) for span in spans) for pattern in rest)
             for first, rest in self.conjunctions
         )
-
-
-def _stores(node: ast.AST) -> bool:
-    if isinstance(node, ast.AugAssign):
-        return True
-    if isinstance(node, ast.Assign):
-        return any(_stored_into(target) for target in node.targets)
-    if isinstance(node, ast.AnnAssign):
-        return node.value is not None and _stored_into(node.target)
-    if isinstance(node, ast.For | ast.AsyncFor):
-        return _stored_into(node.target)
-    if isinstance(node, ast.With | ast.AsyncWith):
-        return any(item.optional_vars is not None and _stored_into(item.optional_vars) for item in node.items)
-    return False
-
-
-def _scoped_statements(tree: ast.Module) -> Iterator[tuple[_Function | None, ast.stmt]]:
-    """Every statement with the function whose names it binds (None at module level and in a class
-    body, whose names this does not follow: a module's names are also bound from its functions)."""
-    pending: list[tuple[list[ast.stmt], _Function | None]] = [(tree.body, None)]
-    while pending:
-        block, scope = pending.pop()
-        for statement in block:
-            yield scope, statement
-            inner = _scope_inside(statement, scope)
-            pending.extend((body, inner) for body in ast_blocks(statement))
-
-
-def _scope_inside(statement: ast.stmt, scope: _Function | None) -> _Function | None:
-    """The function whose names the statements in this one bind."""
-    if isinstance(statement, ast.ClassDef):
-        return None
-    return statement if isinstance(statement, _FUNCTION) else scope
-
-
-def _declared(statements: Iterable[ast.stmt]) -> set[str]:
-    """The names declared `global` or `nonlocal`: a function may bind them for another scope."""
-    return {name for node in statements if isinstance(node, ast.Global | ast.Nonlocal) for name in node.names}
 
 
 def _item_store_bases(node: ast.stmt) -> set[str] | None:
@@ -330,46 +468,55 @@ _CONTAINER_METHODS = frozenset(
 
 def _shows_container_binding(source: _Lines, function: _Function, name: str) -> bool:
     """Whether the function's text binds name to a display (`out = []`, `d: dict = {}`), or has it
-    as `*args` / `**kwargs`: the cheap test before `_container_names` walks the function."""
+    as `*args` / `**kwargs`: the cheap test before `_only_container` walks the function."""
     pattern = rf"\b{name}\s*(?::[^=\n]*)?=\s*[\[{{]|\*{name}\b"
     return re.search(pattern, source.text_of(function.lineno, function.end_lineno or function.lineno)) is not None
 
 
-def _container_names(function: _Function, declared: set[str]) -> frozenset[str]:
-    """The names a function binds only to containers, by plain assignment: not its parameters
-    (but `*args` and `**kwargs`), nothing declared `global` or `nonlocal`."""
+def _only_container(function: _Function, name: str, declared: set[str], source: _Lines) -> bool:
+    """Whether a function binds name only to containers, by plain assignment: not a parameter (but
+    `*args` and `**kwargs`), nothing declared `global` or `nonlocal`."""
     arguments = function.args
-    containers = {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
-    others = set(declared) | {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+    if name in declared or any(a.arg == name for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)):
+        return False
+    container = any(a is not None and a.arg == name for a in (arguments.vararg, arguments.kwarg))
     plain: set[int] = set()
-    for node in _own_nodes(function.body):
-        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, _CONTAINERS):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = [target for target in targets if isinstance(target, ast.Name)]
-            containers.update(name.id for name in names)
-            plain.update(map(id, names))
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in plain:
-            others.add(node.id)
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if node.attr not in _CONTAINER_METHODS:
-                others.add(node.value.id)
-        elif isinstance(node, (*_FUNCTION, ast.ClassDef)):
-            others.add(node.name)
-        elif isinstance(node, _IMPORT):
-            others.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-            others.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            others.add(node.rest)
-    return frozenset(containers - others)
+    for node in _own_nodes(function.body, source.mentions([name], function.lineno, function.end_lineno)):
+        kind = type(node)
+        if (kind is ast.Assign or kind is ast.AnnAssign) and isinstance(node.value, _CONTAINERS):
+            for target in node.targets if kind is ast.Assign else [node.target]:
+                if isinstance(target, ast.Name):
+                    container = container or target.id == name
+                    plain.add(id(target))
+        elif kind is ast.Name:
+            if node.id == name and not isinstance(node.ctx, ast.Load) and id(node) not in plain:
+                return False
+        elif kind is ast.Attribute:
+            if isinstance(node.value, ast.Name) and node.value.id == name and node.attr not in _CONTAINER_METHODS:
+                return False
+        elif kind in _DEFINITIONS:
+            if node.name == name:
+                return False
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            if any((alias.asname or alias.name).split(".")[0] == name for alias in node.names):
+                return False
+        elif kind is ast.ExceptHandler or kind is ast.MatchAs or kind is ast.MatchStar:
+            if node.name == name:
+                return False
+        elif kind is ast.MatchMapping and node.rest == name:
+            return False
+    return container
 
 
-def _own_nodes(statements: list[ast.stmt]) -> Iterator[ast.AST]:
+def _own_nodes(statements: list[ast.stmt], mentions: list[int] | None = None) -> Iterator[ast.AST]:
     """The nodes of a scope's statements, each before its children, without the bodies of the
-    functions, lambdas and classes defined in it (their names, defaults and decorators are its own)."""
+    functions, lambdas and classes defined in it (their names, defaults and decorators are its own);
+    with `mentions`, only the statements that span one of those lines (the rest, skipped whole)."""
     pending: list[ast.AST] = list(reversed(statements))
     while pending:
         node = pending.pop()
+        if mentions is not None and isinstance(node, ast.stmt) and not _any_between(mentions, *_span(node)):
+            continue
         yield node
         if isinstance(node, (*_FUNCTION, ast.Lambda)):
             arguments = node.args
@@ -379,6 +526,12 @@ def _own_nodes(statements: list[ast.stmt]) -> Iterator[ast.AST]:
         else:
             children = list(ast.iter_child_nodes(node))
         pending.extend(reversed(children))
+
+
+def _span(node: ast.stmt) -> tuple[int, int]:
+    """A statement's first line (its first decorator's) and last."""
+    decorators = getattr(node, "decorator_list", None)
+    return (decorators[0].lineno if decorators else node.lineno), node.end_lineno or node.lineno
 
 
 def _stored_into(target: ast.expr) -> bool:
@@ -435,35 +588,32 @@ class _Unit:
     end: int
     kept: bool = False
     members: list[_Unit] = field(default_factory=list)  # a class's body, when it is not kept whole
+    is_function: bool = False
+    is_class: bool = False
+    is_import: bool = False
+    #: Part of the module's (or the class's) own flow of statements.
+    is_statement: bool = False
 
     @property
     def node(self) -> ast.stmt:
         return self.nodes[0]
 
-    @property
-    def is_function(self) -> bool:
-        return len(self.nodes) == 1 and isinstance(self.node, _FUNCTION)
-
-    @property
-    def is_class(self) -> bool:
-        return len(self.nodes) == 1 and isinstance(self.node, ast.ClassDef)
-
-    @property
-    def is_statement(self) -> bool:
-        """Part of the module's (or the class's) own flow of statements."""
-        return not (self.is_function or self.is_class or self.is_import)
-
-    @property
-    def is_import(self) -> bool:
-        return all(isinstance(node, _IMPORT) for node in self.nodes)
+    def classify(self) -> None:
+        one = type(self.nodes[0]) if len(self.nodes) == 1 else None
+        self.is_function = one in _FUNCTION
+        self.is_class = one is ast.ClassDef
+        self.is_import = all(type(node) in _IMPORT for node in self.nodes)
+        self.is_statement = not (self.is_function or self.is_class or self.is_import)
 
 
 class _Reducer:
-    def __init__(self, lines: _Lines, tree: ast.Module, triggers: _Triggers) -> None:
+    def __init__(self, lines: _Lines, tree: ast.Module, scan: _Scan, triggers: _Triggers) -> None:
         self.index = lines
         self.lines = lines.lines
+        self.scan = scan
         self.triggers = triggers
         self.units = _units(tree.body)
+        self.summary_candidates: list[_Unit] | None = None
         self.out: list[str] = []
         self.origin: list[int] = []
 
@@ -512,15 +662,18 @@ class _Reducer:
         read: its header and the methods that state it (a method that only reads `self.*` is not
         needed to judge another), and those that use an attribute holding an `inplace` module
         (calling it is a write)."""
-        inplace = _inplace_attributes(unit.node) if "inplace" in self.source(unit) else set()
+        inplace = set()
+        if self.index.contains("inplace", unit.start, unit.end):
+            inplace = self.scan.inplace_attributes(unit.start, unit.end)
         uses_inplace = _self_attributes_pattern(inplace)
+        shows, self_stores = self.index.shows, self.scan.self_stores
         for member in unit.members:
             if member.is_function and not member.kept:
-                text = self.source(member)
+                start, end = member.start, member.end
                 member.kept = (
-                    _FACT_CALLS.search(text) is not None
-                    or _stores_self_attribute(member.node)
-                    or (uses_inplace is not None and uses_inplace.search(text) is not None)
+                    shows(_FACT_CALLS, start, end)
+                    or _any_between(self_stores, start, end)
+                    or (uses_inplace is not None and shows(uses_inplace, start, end))
                 )
 
     def _settle(self, unit: _Unit) -> None:
@@ -529,13 +682,21 @@ class _Reducer:
 
     def _keep_summarised_callees(self) -> None:
         """Functions and methods whose returned value a kept scope that names them is judged by."""
+        if self.summary_candidates is None:
+            returns = self.index.occurrences("return")  # sorted
+            links = sorted(self.index.holding(SUMMARY_LINKS))
+            self.summary_candidates = [
+                scope
+                for unit in self.units
+                for scope in unit.members or [unit]
+                if scope.is_function
+                and _any_between(returns, scope.start, scope.end)
+                and _any_between(links, scope.start, scope.end)
+            ]
         candidates: dict[str, list[_Unit]] = {}
-        for unit in self.units:
-            for scope in unit.members or [unit]:
-                if scope.is_function and not scope.kept:
-                    text = self.source(scope)
-                    if _RETURN.search(text) and SUMMARY_LINKS.search(text):
-                        candidates.setdefault(scope.node.name, []).append(scope)
+        for scope in self.summary_candidates:
+            if not scope.kept:
+                candidates.setdefault(scope.node.name, []).append(scope)
         if not candidates:
             return
         kept = [scope for unit in self.units for scope in unit.members or [unit] if scope.kept]
@@ -557,17 +718,17 @@ class _Reducer:
                 unit.node.name
                 for unit in self.units
                 if unit.is_function and unit.kept and unit.node.name not in followed
-                and (depth == 0 or _passes_own_value_to(unit.node, followed))
+                and (depth == 0 or _passes_own_value_to(unit, followed, self.index))
             }
             names |= self._keep_object_bindings() - followed
             if self.body_kept and depth == 0:  # functions defined under a module-level `if` or `try`
                 for unit in self.units:
                     if unit.is_statement:
-                        names.update(_DEF_NAME.findall(self.source(unit)))
+                        names.update(self.index.findall(_DEF_NAME, unit.start, unit.end))
             if not names:
                 break
             followed |= names
-            mentions = sorted(self.index.touched(_words(names)))
+            mentions = sorted({line for line, _ in self.index.words(names)})
             for unit in self.units:
                 for scope in unit.members or [unit]:
                     if not scope.kept and not scope.is_import and _any_between(mentions, scope.start, scope.end):
@@ -679,12 +840,8 @@ class _Reducer:
 
     def _imports(self, nodes: list[ast.stmt]) -> list[str]:
         """The import statements nested in these statements, in source order."""
-        found: list[ast.stmt] = []
-        for node in nodes:
-            if "import" in self.text(node.lineno, node.end_lineno or node.lineno):
-                found.extend(child for child in ast.walk(node) if isinstance(child, _IMPORT))
-        found.sort(key=lambda child: (child.lineno, child.col_offset))
-        return [self._segment(child) for child in found]
+        start, end = _span(nodes[0])[0], max(node.end_lineno or node.lineno for node in nodes)
+        return [self._segment(child) for child in self.scan.imports_within(start, end)]
 
     def _segment(self, node: ast.stmt) -> str:
         """A statement's exact source; ast columns count UTF-8 bytes."""
@@ -694,48 +851,6 @@ class _Reducer:
         head = self.lines[first].encode()[node.col_offset :].decode()
         tail = self.lines[last].encode()[: node.end_col_offset].decode()
         return head + "".join(self.lines[first + 1 : last]) + tail
-
-
-def _stores_self_attribute(method: _Function) -> bool:
-    """Whether a method assigns `self.<name>` (semantic/scopes.py: a fact about the class's instances)."""
-    return any(
-        isinstance(target, ast.Attribute) and _is_self(target.value)
-        for statement in ast_statements(method)
-        for target in _targets(statement)
-    )
-
-
-def _targets(statement: ast.stmt) -> Iterator[ast.expr]:
-    """What a statement binds, tuples unpacked."""
-    if isinstance(statement, ast.Assign):
-        pending = list(statement.targets)
-    elif isinstance(statement, ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor):
-        pending = [statement.target]
-    elif isinstance(statement, ast.With | ast.AsyncWith):
-        pending = [item.optional_vars for item in statement.items if item.optional_vars is not None]
-    else:
-        return
-    while pending:
-        target = pending.pop()
-        if isinstance(target, ast.Tuple | ast.List):
-            pending.extend(target.elts)
-        elif isinstance(target, ast.Starred):
-            pending.append(target.value)
-        else:
-            yield target
-
-
-def _inplace_attributes(node: ast.ClassDef) -> set[str]:
-    """`act` of `self.act = nn.ReLU(inplace=True)`, `self.act.fn = ...` (semantic/scopes.py `inplace_modules`)."""
-    found = set()
-    for statement in ast_statements(node):
-        if (
-            isinstance(statement, ast.Assign)
-            and isinstance(statement.value, ast.Call)
-            and any(keyword.arg == "inplace" for keyword in statement.value.keywords)
-        ):
-            found.update(filter(None, map(_attribute_of_self, statement.targets)))
-    return found
 
 
 def _attribute_of_self(target: ast.expr) -> str | None:
@@ -770,14 +885,14 @@ def _words(words: set[str]) -> re.Pattern[str]:
 def _units(statements: list[ast.stmt]) -> list[_Unit]:
     units: list[_Unit] = []
     for node in statements:
-        decorators = getattr(node, "decorator_list", ())
-        start = min([node.lineno, *(d.lineno for d in decorators)])
-        end = node.end_lineno or node.lineno
+        start, end = _span(node)
         if units and start <= units[-1].end:  # `import a; x = 1` share a line
             units[-1].nodes.append(node)
             units[-1].end = max(units[-1].end, end)
         else:
             units.append(_Unit([node], start, end))
+    for unit in units:
+        unit.classify()
     return units
 
 

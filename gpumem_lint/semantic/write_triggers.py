@@ -37,6 +37,7 @@ WRITES: tuple[Trigger, ...] = (
     re.compile(r"[(,]\s*out\s*=(?!=)"),  # torch.add(a, b, out=c), np.add(a, b, out=c)
     # F.relu(x, inplace=True) and nn.ReLU(inplace=True) modules; F.batch_norm(..., training=True)
     # updates its running statistics; np.copyto(dst, src); a module loading other weights.
-    re.compile(r"inplace|copyto|load_state_dict|training\s*=\s*True"),
+    re.compile(r"inplace|copyto|load_state_dict"),
+    re.compile(r"training\s*=\s*True"),
     AllOf(_MODULE_STATE, _TRAINING_CALL),
 )
