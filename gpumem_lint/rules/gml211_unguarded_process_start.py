@@ -8,6 +8,7 @@ from gpumem_lint.fixes import Applicability, Edit, Fix, line_starts, source_rows
 from gpumem_lint.rules._boundaries import crossing_text, is_main_guard, pickling_method_text, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.processes import PROCESS_CROSSING
+from gpumem_lint.semantic.reimport import skipped_on_reimport
 from gpumem_lint.semantic.walk import Walker
 
 _STARTS_PROCESSES = ("process", "spawn", "pool", "executor")
@@ -33,6 +34,10 @@ class UnguardedProcessStart(Rule):
 
     A notebook is not reported: its cells run in the kernel's `__main__`, which has no file, so a
     child imports nothing again and no launch re-runs (a `__main__` guard would change nothing there).
+    Nor is a launch under an `if` whose test is falsy in the child whatever the parent saw: a
+    Streamlit page's widget (`submitted = col1.button("Run")`, `if submitted:`) returns its default
+    there, outside Streamlit's runner (`processes.toml` [reimport_defaults]; F44, measured with
+    streamlit 1.67.0: the launch under a clicked button is not re-run, one under `if True:` is).
 
     ## Example
     ```python
@@ -101,6 +106,21 @@ def work(x):
 
 with mp.get_context("fork").Pool(4) as pool:  # fork: the children do not import this module
     print(pool.map(work, range(8)))
+""",
+        # a Streamlit page: a spawn child re-imports it outside Streamlit's runner, where the button is False
+        """
+import multiprocessing as mp
+
+import streamlit as st
+
+def work(x):
+    return x * 2
+
+col1, col2 = st.columns(2)
+submitted = col1.button("Run")
+if submitted:
+    with mp.get_context("spawn").Pool(2) as pool:
+        col2.write(pool.map(work, range(4)))
 """,
     )
     INVALID = (
@@ -172,13 +192,41 @@ if __name__ == "__main__":
     mp.spawn(train, nprocs=2)
 """,
         ),
+        Invalid(
+            """
+import multiprocessing as mp
+
+import streamlit as st
+
+def work(x):
+    return x * 2
+
+if st.checkbox("Run", value=True):  # True in the child too: it re-runs the launch
+    with mp.get_context("spawn").Pool(2) as pool:
+        st.write(pool.map(work, range(4)))
+""",
+            (10,),
+            fixed="""
+import multiprocessing as mp
+
+import streamlit as st
+
+def work(x):
+    return x * 2
+
+if __name__ == "__main__":
+    if st.checkbox("Run", value=True):  # True in the child too: it re-runs the launch
+        with mp.get_context("spawn").Pool(2) as pool:
+            st.write(pool.map(work, range(4)))
+""",
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
         if ctx.path.endswith(".ipynb"):
             return  # a notebook runs in the kernel's `__main__`, which has no file a child could import again
         model = process_model(ctx)
-        guarded = _guarded_nodes(ctx.module)
+        guarded = _guarded_nodes(ctx.module) | skipped_on_reimport(ctx.module, ctx.semantic.imports, ctx.text)
         reported = set()
         for facts, crossing in model.crossings():
             scope = facts.scope

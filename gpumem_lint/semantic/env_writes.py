@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from gpumem_lint.semantic.imports import ImportTable
-from gpumem_lint.semantic.walk import Walker
+from gpumem_lint.semantic.name_values import value_bindings
 
 _ENVIRON = "os.environ"
 _KEY_VALUE_METHODS = {"os.environ.setdefault", "os.environ.__setitem__", "os.putenv"}
@@ -52,7 +52,7 @@ def variables_read(
     os.environ.pop("X")`, then `mask = val`). None when a value may come from anything else: a
     parameter, a name the scope does not bind, a loop, an unpacking, an augmented assignment, any
     other expression. Flow-insensitive: every binding counts, wherever it is."""
-    bindings: dict[str, list[cst.BaseExpression | None]] | None = None
+    bindings = None
     found: set[str] = set()
     pending, seen = [node], set()
     while pending:
@@ -66,92 +66,12 @@ def variables_read(
             continue
         seen.add(value.value)
         if bindings is None:
-            bindings = _bindings(scope)
+            bindings = value_bindings(scope)
         values = bindings.get(value.value)
-        if not values or None in values:
+        if not values or any(not isinstance(v, cst.BaseExpression) for v in values):
             return None  # not bound here (a parameter, a global), or bound by something other than `=`
         pending.extend(values)
     return frozenset(found)
-
-
-def _bindings(scope: cst.Module | cst.FunctionDef) -> dict[str, list[cst.BaseExpression | None]]:
-    """Each name `scope` binds, with the value of each binding: the right-hand side of `name = value`,
-    None for every other binding (a parameter, a loop or `with` target, an unpacking, `+=`, `:=`, an
-    import, a definition, a `global` or `nonlocal` declaration, which hands the name to other code)."""
-    binder = _ValueBinder(scope)
-    if isinstance(scope, cst.FunctionDef):
-        for param in _parameters(scope.params):
-            binder.bind(param.name.value, None)
-        binder.walk(scope.body)
-    else:
-        binder.walk(scope)
-    return binder.values
-
-
-def _parameters(params: cst.Parameters) -> list[cst.Param]:
-    star = [params.star_arg] if isinstance(params.star_arg, cst.Param) else []
-    kwargs = [params.star_kwarg] if params.star_kwarg is not None else []
-    return [*params.posonly_params, *params.params, *star, *params.kwonly_params, *kwargs]
-
-
-class _ValueBinder(Walker):
-    def __init__(self, scope: cst.CSTNode) -> None:
-        self.scope = scope
-        self.module = isinstance(scope, cst.Module)
-        self.values: dict[str, list[cst.BaseExpression | None]] = {}
-
-    def bind(self, name: str, value: cst.BaseExpression | None) -> None:
-        self.values.setdefault(name, []).append(value)
-
-    def _targets(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
-        if isinstance(target, cst.Name):
-            self.bind(target.value, value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._targets(element.value, None)
-        elif isinstance(target, cst.StarredElement):
-            self._targets(target.value, None)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._targets(target.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._targets(node.target, node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._targets(node.target, None)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._targets(node.target, None)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._targets(node.target, None)
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self._targets(node.name, None)
-
-    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
-        self.bind((node.evaluated_alias or node.evaluated_name).split(".")[0], None)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        for item in node.names:
-            self.bind(item.name.value, None)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        for item in node.names:
-            self.bind(item.name.value, None)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.bind(node.name.value, None)
-        return self.module  # a function may rebind a module's name (`global`); its own names are its own
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.bind(node.name.value, None)
-        return self.module
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
 
 
 def string_value(node: cst.BaseExpression | None, constants: dict[str, str] | None = None) -> str | None:
