@@ -10,8 +10,8 @@ from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.datasets import WORKER_LOADER
 from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.literals import keyword
-from gpumem_lint.semantic.pickling import enclosing_functions, unpicklable
-from gpumem_lint.semantic.processes import PROCESS_CROSSING
+from gpumem_lint.semantic.pickling import enclosing_functions, held_unpicklable, unpicklable
+from gpumem_lint.semantic.processes import PROCESS_CROSSING, process_table
 
 #: Crossings whose function is pickled to the child only when the child starts fresh (spawn, forkserver).
 _STARTED = ("process",)
@@ -45,9 +45,14 @@ class UnpicklableCallableToProcess(Rule):
 
     ## Known problems
     Only a lambda written in place, or a name bound to a lambda or a nested `def` in the same
-    function (or to a lambda at module level), is recognised, and, in a dataset, one passed to
-    its class's constructor that `__init__` keeps (`self.degrade = degrade`): a lambda reached
-    through another attribute or a container, or a `functools.partial` of one, is not.
+    function (or to a lambda at module level), is recognised, and, in a dataset, what its
+    construction passes that the dataset keeps: what `__init__` stores (`self.degrade = degrade`)
+    for a class of this module, the `transform`, `target_transform` and `transforms` keywords
+    for a class of another module (torchvision's datasets keep them), and a lambda held by any of
+    these: in a list, tuple or dict, among the arguments of an object built by a class
+    (`Compose([...])`, `transforms.Lambda(...)`: spelled CapWords, as PEP 8 spells classes), or
+    returned by a function of this module. A lambda reached through a `functools.partial`, an
+    attribute set later, or a function of another module is not seen.
 
     ## Example
     ```python
@@ -125,6 +130,20 @@ def main(values):
     data = Scaled(values, scale=lambda v: v * 2)
     return list(DataLoader(data, num_workers=2, multiprocessing_context="spawn"))
 """,
+        # a function of this module given the pipeline: nothing says the dataset it returns keeps it
+        """
+from torch.utils.data import DataLoader
+from torchvision import transforms
+from torchvision.datasets import MNIST
+
+def mnist(root, transform):
+    images = MNIST(root, download=True)
+    return [(transform(image), label) for image, label in images]
+
+def main(root):
+    data = mnist(root, transform=transforms.Compose([transforms.ToTensor(), transforms.Lambda(lambda x: x * 2)]))
+    return DataLoader(data, batch_size=64, num_workers=2, multiprocessing_context="spawn")
+""",
     )
     INVALID = (
         Invalid(
@@ -182,6 +201,48 @@ def main(images):
 """,
             (17,),
         ),
+        # a pipeline holding a lambda, made by a function and kept by the dataset: pickled with it
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, Dataset
+from torchvision import transforms
+
+def make_transforms(size):
+    train = transforms.Compose([transforms.Resize(size), lambda image: image.convert("RGB"), transforms.ToTensor()])
+    test = transforms.Compose([transforms.Resize(size), transforms.ToTensor()])
+    return train, test
+
+class Images(Dataset):
+    def __init__(self, images, transform):
+        self.images = images
+        self.transform = transform
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, i):
+        return self.transform(self.images[i])
+
+if __name__ == "__main__":
+    train_transform, _ = make_transforms(224)
+    loader = DataLoader(Images([], train_transform), batch_size=8, num_workers=4)  # spawn on macOS and Windows
+""",
+            (7,),
+        ),
+        # a torchvision dataset keeps its `transform=`: the lambda inside is pickled for each worker
+        Invalid(
+            """
+import torch
+from torchvision import datasets, transforms
+
+def loaders(root):
+    pad = transforms.Compose([transforms.ToTensor(), transforms.Lambda(lambda x: torch.nn.functional.pad(x, (4, 4)))])
+    train = datasets.CIFAR10(root, train=True, download=True, transform=pad)
+    return torch.utils.data.DataLoader(train, batch_size=64, num_workers=2, multiprocessing_context="spawn")
+""",
+            (6,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
@@ -234,30 +295,53 @@ def main(images):
 
 
     def _dataset_attributes(self, ctx: FileContext, scopes) -> Iterator[Report]:
-        """`Folder(root, degradation=lambda x: (x, None))` loaded by workers: the dataset keeps the
-        lambda (`self.degradation = degradation`), and pickling the dataset for a worker pickles it."""
+        """A dataset loaded by workers keeps what it was built with: `Folder(root, degradation=lambda
+        x: ...)` when `__init__` stores it (`self.degradation = degradation`), or the `transform=` of a
+        dataset class of another module (torchvision's keep it), and what that holds (a pipeline
+        with a lambda in it). Pickling the dataset for a worker pickles them."""
         found = module_datasets(ctx)
-        for loader in found.loaders:
-            method = loader_start_method(ctx, loader)
+        reported: set[int] = set()
+        for loader in found.worker_loaders:
             construction = _construction(loader, found)
+            method = loader_start_method(ctx, loader)
             if construction is None or not method.pickles:
                 continue
-            for value, attribute in found.classes[loader.dataset].stored_arguments(construction):
-                callable_ = unpicklable(value, scopes.get(id(construction)), ctx.module)
-                if callable_ is not None:
-                    yield Report(
-                        value,
-                        f"`{_short(ctx, value)}` is {callable_.kind} the dataset keeps (`self.{attribute}`); "
-                        f"pickled for workers started with {pickling_method_text(method)}, it raises {callable_.error}",
-                    )
+            scope = scopes.get(id(construction))
+            for value, attribute in _kept_arguments(construction, found, ctx.module):
+                held = held_unpicklable(value, scope, ctx.module)
+                if held is None or id(held[0]) in reported:
+                    continue
+                node, callable_ = held
+                reported.add(id(node))
+                kept = f"the dataset keeps (`self.{attribute}`)"
+                if node is not value:
+                    kept = f"held by `{_short(ctx, value)}`, which {kept}"
+                yield Report(
+                    node,
+                    f"`{_short(ctx, node)}` is {callable_.kind} {kept}; pickled for workers started with "
+                    f"{pickling_method_text(method)}, it raises {callable_.error}",
+                )
 
 
 def _construction(loader, found) -> cst.Call | None:
-    """The `Cls(...)` call that made the dataset a loader loads: the argument itself, or a name's value."""
-    dataset = keyword(loader.node, "dataset") or (loader.node.args[0].value if loader.node.args else None)
-    value = found.values.get(dotted_name(dataset) or "") if dataset is not None else None
-    made = dataset if isinstance(dataset, cst.Call) else value
-    return made if isinstance(made, cst.Call) and dotted_name(made.func) == loader.dataset else None
+    """The call that made the dataset a loader loads: the argument itself, or a name's value."""
+    dataset = loader.dataset
+    made = found.values.get(dotted_name(dataset) or "") if dataset is not None else None
+    made = dataset if isinstance(dataset, cst.Call) else made
+    return made if isinstance(made, cst.Call) else None
+
+
+def _kept_arguments(construction: cst.Call, found, module: cst.Module) -> list[tuple[cst.BaseExpression, str]]:
+    """What the dataset keeps of its construction's arguments, with the attribute when known:
+    what `__init__` stores, for a class of this module; the keywords datasets of other modules keep."""
+    name = dotted_name(construction.func)
+    if name in found.classes:
+        return found.classes[name].stored_arguments(construction)
+    defined = (s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef)))
+    if name is not None and name in defined:
+        return []  # a function or another class of this module: nothing says what it keeps
+    kept = process_table().dataset_kept_keywords
+    return [(arg.value, arg.keyword.value) for arg in construction.args if arg.keyword and arg.keyword.value in kept]
 
 
 def _enclosing(ctx: FileContext) -> dict[int, cst.FunctionDef]:

@@ -9,6 +9,10 @@ in (a name bound there to a lambda or a nested `def` is local; a name not bound 
 up at module level), or None at module level. The answer is an `Unpicklable`: what the value is
 and the error pickling it raises (`AttributeError: Can't pickle local object` for a local object,
 `PicklingError` for a module-level lambda).
+`held_unpicklable(value, scope, module)` finds such a callable anywhere pickling `value` would reach it:
+inside a list, tuple, set or dict, among the arguments of an object built by a class (an instance keeps
+what it was built from: `Compose([..., lambda img: img.convert("RGB")])`), in what a function of the
+module returns, and through the names bound to any of these.
 `enclosing_functions(module)` maps each call (by id) to the innermost function around it.
 """
 
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.walk import Walker
 
 _LOCAL = "`AttributeError: Can't pickle local object`"
@@ -46,6 +51,132 @@ def unpicklable(
         if isinstance(statement, cst.SimpleStatementLine):
             module_level.walk(statement)
     return Unpicklable("a lambda", "`PicklingError`") if module_level.kind == "a lambda" else None
+
+
+def held_unpicklable(
+    value: cst.BaseExpression | None, scope: cst.FunctionDef | None, module: cst.Module
+) -> tuple[cst.BaseExpression, Unpicklable] | None:
+    """The lambda or local function that pickling `value` pickles, and what it is; None if none is seen."""
+    return _Holdings(module).search(value, scope, _DEPTH)
+
+
+#: How many names, calls and returns the search follows from the value handed over.
+_DEPTH = 10
+
+
+class _Holdings:
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+        self.classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef)}
+
+    def search(
+        self, value: cst.BaseExpression | None, scope: cst.FunctionDef | None, depth: int, index: int | None = None
+    ) -> tuple[cst.BaseExpression, Unpicklable] | None:
+        """`index`: only element `index` of a tuple is wanted (`a, b = make()`)."""
+        if value is None or depth == 0:
+            return None
+        if isinstance(value, cst.Lambda):
+            return value, Unpicklable("a lambda", _LOCAL if scope is not None else "`PicklingError`")
+        if isinstance(value, cst.Name):
+            return self._name(value, scope, depth, index)
+        if isinstance(value, (cst.Tuple, cst.List, cst.Set)):
+            elements = value.elements
+            if index is not None and isinstance(value, cst.Tuple):
+                starred = any(isinstance(e, cst.StarredElement) for e in elements)
+                elements = elements[index : index + 1] if not starred and index < len(elements) else elements
+            return self._first(scope, depth, (e.value for e in elements))
+        if isinstance(value, cst.Dict):
+            return self._first(scope, depth, (e.value for e in value.elements))
+        if isinstance(value, cst.Call):
+            name = dotted_name(value.func)
+            if name in self.functions and name not in self.classes:
+                function = self.functions[name]
+                return self._first(function, depth - 1, _returned(function), index)
+            if name is not None and _names_class(name.rsplit(".", 1)[-1]):
+                return self._first(scope, depth - 1, (arg.value for arg in value.args))
+        return None
+
+    def _first(self, scope, depth: int, values, index: int | None = None):
+        for value in values:
+            found = self.search(value, scope, depth, index)
+            if found is not None:
+                return found
+        return None
+
+    def _name(self, name: cst.Name, scope: cst.FunctionDef | None, depth: int, index: int | None):
+        direct = unpicklable(name, scope, self.module)
+        if direct is not None:
+            return name, direct
+        body = scope.body if scope is not None else self.module
+        if scope is not None and name.value in _parameters(scope):
+            return None  # the caller's value
+        bindings = _Assignments(name.value)
+        bindings.walk(body)
+        if not bindings.values and scope is not None:
+            return self._name(name, None, depth, index)  # a global
+        for value, position in bindings.values:
+            found = self.search(value, scope, depth - 1, position if position is not None else index)
+            if found is not None:
+                return found
+        return None
+
+
+def _names_class(name: str) -> bool:
+    """`Compose`, `Transformer`: CapWords, PEP 8's spelling of a class."""
+    return name[:1].isupper()
+
+
+def _parameters(function: cst.FunctionDef) -> set[str]:
+    params = function.params
+    every = (*params.posonly_params, *params.params, *params.kwonly_params)
+    return {p.name.value for p in every} | {
+        p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)
+    }
+
+
+def _returned(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    returns = _Returns()
+    returns.walk(function.body)
+    return returns.values
+
+
+class _Assignments(Walker):
+    """What a scope assigns to `name`: `name = v` (position None), `a, name = v` (position 1)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.values: list[tuple[cst.BaseExpression, int | None]] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name) and target.target.value == self.name:
+                self.values.append((node.value, None))
+            elif isinstance(target.target, (cst.Tuple, cst.List)):
+                for position, element in enumerate(target.target.elements):
+                    if isinstance(element.value, cst.Name) and element.value.value == self.name:
+                        self.values.append((node.value, position))
+
+
+class _Returns(Walker):
+    def __init__(self) -> None:
+        self.values: list[cst.BaseExpression] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self.values.append(node.value)
 
 
 def enclosing_functions(module: cst.Module) -> dict[int, cst.FunctionDef]:

@@ -63,6 +63,7 @@ class ProcessTable:
     wait_methods: frozenset[str]
     wait_functions: frozenset[str]
     queue_parameter: re.Pattern
+    dataset_kept_keywords: frozenset[str]  # kept by the datasets of other modules (torchvision's)
 
 
 @cache
@@ -88,6 +89,7 @@ def process_table() -> ProcessTable:
         wait_methods=frozenset(data["waits"]["methods"]),
         wait_functions=frozenset(data["waits"]["functions"]),
         queue_parameter=re.compile(data["queue_parameters"]["pattern"]),
+        dataset_kept_keywords=frozenset(data["dataset_arguments"]["kept_keywords"]),
     )
 
 
