@@ -5,7 +5,9 @@ lives in the modules themselves, so each public `torch.nn` module class is built
 the smallest positional arguments its constructor accepts (its defaults otherwise: `bias`
 on, InstanceNorm without affine parameters) and its own parameters and buffers are read
 with `named_parameters(recurse=False)` / `named_buffers(recurse=False)`. A class that no
-small argument list builds is listed as a module with unknown contents.
+small argument list builds is listed as a module with unknown contents. A class built around
+two `nn.Linear` layers given as arguments, a list or a dict, that holds them as its children named by
+position or key (`Sequential`, `ModuleList`, `ModuleDict`) is a container: its parameters are its layers'.
 tests/test_module_table.py regenerates the table and fails on any difference.
 
 Usage: python scripts/generate_module_table.py [--check]
@@ -40,6 +42,24 @@ def _build(cls: type[nn.Module]) -> nn.Module | None:
     return None
 
 
+def _holds_modules(cls: type[nn.Module]) -> bool:
+    """Built from two layers, as arguments, a list or a dict, it holds them as its children, named by
+    position or key (not by constructor parameters that happened to receive a module)."""
+    for layers, names in (
+        (lambda: (nn.Linear(1, 1), nn.Linear(1, 1)), {"0", "1"}),
+        (lambda: ([nn.Linear(1, 1), nn.Linear(1, 1)],), {"0", "1"}),
+        (lambda: ({"a": nn.Linear(1, 1), "b": nn.Linear(1, 1)},), {"a", "b"}),
+    ):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if {name for name, _ in cls(*layers()).named_children()} == names:
+                    return True
+        except Exception:  # noqa: BLE001, S112 - not built from layers this way
+            continue
+    return False
+
+
 def build_table() -> dict:
     modules: dict[str, dict] = {}
     for name in sorted(dir(nn)):
@@ -55,6 +75,8 @@ def build_table() -> dict:
             "parameters": [n for n, _ in module.named_parameters(recurse=False)],
             "buffers": [n for n, _ in module.named_buffers(recurse=False)],
         }
+        if _holds_modules(cls):
+            modules[name]["container"] = True
     return {"torch_version": torch.__version__.split("+")[0], "modules": modules}
 
 

@@ -75,6 +75,7 @@ class Knowledge:
     undeclared_mutators: dict[str, tuple[int, ...]]
     module_parameters: dict[str, frozenset[str]]  # "torch.nn.Linear" -> {"weight", "bias"}
     module_buffers: dict[str, frozenset[str]]
+    container_modules: frozenset[str]  # `nn.Sequential`: its parameters are those of the layers it holds
     grad_mode_setters: frozenset[str]
     shape_constructors: frozenset[str]
     one_dimensional: frozenset[str]
@@ -186,6 +187,7 @@ def knowledge() -> Knowledge:
         undeclared_mutators={name: tuple(positions) for name, positions in hand["undeclared_mutators"].items()},
         module_parameters={f"torch.nn.{name}": _set(m.get("parameters", ())) for name, m in modules.items()},
         module_buffers={f"torch.nn.{name}": _set(m.get("buffers", ())) for name, m in modules.items()},
+        container_modules=_set(f"torch.nn.{name}" for name, m in modules.items() if m.get("container")),
         grad_mode_setters=_set(hand["no_grad_contexts"]["setters"]),
         shape_constructors=_set(hand["indexing"]["shape_constructors"]),
         one_dimensional=_set(hand["indexing"]["one_dimensional"]),

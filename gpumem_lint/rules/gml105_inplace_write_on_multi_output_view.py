@@ -134,8 +134,51 @@ w = torch.randn(3, 5, requires_grad=True)
 StackedLinear.apply(x, w).sum().backward()
 print(tuple(x.grad.shape))
 """,
+        # an `nn.Sequential` of activations holds no parameter: what it returns needs no grad
+        """
+import torch
+from torch import nn
+
+squash = nn.Sequential(nn.Tanh(), nn.Hardtanh())
+low, high = squash(torch.randn(4, 6)).chunk(2, dim=-1)
+high.clamp_(-0.5, 0.5)
+""",
     )
     INVALID = (
+        # the policy's network is an `nn.Sequential` of Linear layers: its output requires grad
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class GaussianPolicy(nn.Module):
+    def __init__(self, state_dim, action_dim):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(state_dim, 64), nn.Tanh(), nn.Linear(64, 2 * action_dim))
+
+    def sample(self, states):
+        means, log_stds = self.net(states).chunk(2, dim=-1)
+        log_stds.clamp_(-20, 2)
+        return means + log_stds.exp() * torch.randn_like(means)
+""",
+            (13,),
+            fixed="""
+import torch
+from torch import nn
+
+
+class GaussianPolicy(nn.Module):
+    def __init__(self, state_dim, action_dim):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(state_dim, 64), nn.Tanh(), nn.Linear(64, 2 * action_dim))
+
+    def sample(self, states):
+        means, log_stds = self.net(states).chunk(2, dim=-1)
+        log_stds = log_stds.clamp(-20, 2)
+        return means + log_stds.exp() * torch.randn_like(means)
+""",
+        ),
         Invalid(
             """
 import torch.nn as nn

@@ -293,7 +293,6 @@ def loaders(root):
                     f"{pickling_method_text(method)}: starting them raises {found.error}",
                 )
 
-
     def _dataset_attributes(self, ctx: FileContext, scopes) -> Iterator[Report]:
         """A dataset loaded by workers keeps what it was built with: `Folder(root, degradation=lambda
         x: ...)` when `__init__` stores it (`self.degradation = degradation`), or the `transform=` of a

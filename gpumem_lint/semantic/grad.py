@@ -237,12 +237,19 @@ class GradSemantics:
         handle.grad = max(handle.grad, grad) if handle.grad is not Grad.UNKNOWN else grad
 
     def _has_parameters(self, callee: Value) -> bool:
-        """Calling it runs a module that holds parameters: `self.fc(x)`, `model(x)` for a known model."""
+        """Calling it runs a module that holds parameters: `self.fc(x)`, `model(x)` for a known model,
+        an `nn.Sequential` unless every layer it is known to hold has none."""
         k = self.k
         for handle in callee.handles:
             if handle.module is None or handle.grad is Grad.NO:
                 continue
-            if handle.module not in k.module_parameters or k.module_parameters[handle.module]:
+            if handle.module in k.container_modules:
+                layers = handle.layers or (handle.elements,)
+                if any(
+                    layer is None or layer not in k.module_parameters or k.module_parameters[layer] for layer in layers
+                ):
+                    return True
+            elif handle.module not in k.module_parameters or k.module_parameters[handle.module]:
                 return True
         return False
 
