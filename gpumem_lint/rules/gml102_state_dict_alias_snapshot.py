@@ -26,6 +26,10 @@ class StateDictAliasSnapshot(Rule):
     `OrderedDict(…)`, `.copy()`, a comprehension over `.items()`, `v.detach()`) copies
     only the dictionary, not the tensors.
 
+    A snapshot kept on the object (`self.best = self.model.state_dict()`) in a method that
+    goes on training is reported when another method of the class reads it (`restore_best`
+    loading it).
+
     ## Known problems
     `{k: v.cpu() for …}` and `v.to("cpu")` copy only when the model is on another
     device; on a CPU model they return the same tensors. They are treated as copies.
@@ -151,8 +155,92 @@ def round_trip(model, path):
     dcp.load(state, checkpoint_id=path)
     model.load_state_dict(state)
 """,
+        # kept on the object, but only written out before the next step; no other method reads it
+        """
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, model: nn.Module, lr: float, path: str):
+        self.model, self.path = model, path
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+        self.best_loss = float("inf")
+
+    def train(self, batches, epochs):
+        for epoch in range(epochs):
+            for inputs, targets in batches:
+                self.optimizer.zero_grad()
+                nn.functional.mse_loss(self.model(inputs), targets).backward()
+                self.optimizer.step()
+            loss = sum(nn.functional.mse_loss(self.model(x), y).item() for x, y in batches)
+            if loss < self.best_loss:
+                self.best_loss, self.best_state = loss, self.model.state_dict()
+                torch.save(self.best_state, self.path)  # written out before the next step
+""",
     )
     INVALID = (
+        # kept on the trainer while training goes on; `restore_best` loads the last weights
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, model: nn.Module, lr: float):
+        self.model = model
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+        self.best_loss, self.best_state = float("inf"), None
+
+    def train(self, batches, epochs):
+        for epoch in range(epochs):
+            for inputs, targets in batches:
+                self.optimizer.zero_grad()
+                nn.functional.mse_loss(self.model(inputs), targets).backward()
+                self.optimizer.step()
+            loss = self.evaluate(batches)
+            if loss < self.best_loss:
+                self.best_loss, self.best_state = loss, self.model.state_dict()
+
+    @torch.no_grad()
+    def evaluate(self, batches):
+        return sum(nn.functional.mse_loss(self.model(x), y).item() for x, y in batches)
+
+    def restore_best(self):
+        self.model.load_state_dict(self.best_state)
+""",
+            (20,),
+            fixed="""
+import copy
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, model: nn.Module, lr: float):
+        self.model = model
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+        self.best_loss, self.best_state = float("inf"), None
+
+    def train(self, batches, epochs):
+        for epoch in range(epochs):
+            for inputs, targets in batches:
+                self.optimizer.zero_grad()
+                nn.functional.mse_loss(self.model(inputs), targets).backward()
+                self.optimizer.step()
+            loss = self.evaluate(batches)
+            if loss < self.best_loss:
+                self.best_loss, self.best_state = loss, copy.deepcopy(self.model.state_dict())
+
+    @torch.no_grad()
+    def evaluate(self, batches):
+        return sum(nn.functional.mse_loss(self.model(x), y).item() for x, y in batches)
+
+    def restore_best(self):
+        self.model.load_state_dict(self.best_state)
+""",
+        ),
         Invalid(
             """
 import torch
@@ -178,7 +266,7 @@ model(torch.ones(1, 1)).sum().backward()
 optimizer.step()
 print(model.weight.item(), initial["weight"].item())
 """,
-            prints='0.5 1.0',
+            prints="0.5 1.0",
         ),
         Invalid(
             """
@@ -233,8 +321,10 @@ def finetune(model, batches):
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
+        reported: set[int] = set()
         for facts in ctx.semantic.facts:
             for read in first_reads(ctx, facts, _is_snapshot_read, lambda read: id(read.reader.node)):
+                reported.add(id(read.reader.node))
                 yield Report(
                     read.reader.node,
                     f"this `state_dict()` is not a snapshot: its tensors are the module's own, so "
@@ -242,6 +332,34 @@ def finetune(model, batches):
                     f"`{read.place}` is read at line {ctx.line(read.node)}",
                     fix=copy_the_tensors(ctx, read.reader.node),
                 )
+        yield from _kept_on_the_object(ctx, reported)
+
+
+def _kept_on_the_object(ctx: FileContext, reported: set[int]) -> Iterator[Report]:
+    """`self.best = self.model.state_dict()` in a training loop, read by another method of the class
+    (`self.model.load_state_dict(self.best)` in `fit`): what that method reads is the newest weights."""
+    methods = [facts for facts in ctx.semantic.facts if facts.scope.is_method]
+    for facts in methods:
+        for place, snapshot, write in facts.kept_stale:
+            if snapshot in facts.written_handles or id(snapshot.node) in reported:
+                continue  # loaded into (a handle on the module, not a snapshot), or read stale in the method
+            readers = [
+                (other, other.attribute_reads[place])
+                for other in methods
+                if other is not facts
+                and other.scope.class_name == facts.scope.class_name
+                and place in other.attribute_reads
+            ]
+            if not readers:
+                continue
+            reader, node = min(readers, key=lambda item: ctx.line(item[1]))
+            yield Report(
+                snapshot.node,
+                f"this `state_dict()` kept in `{place}` is not a snapshot: {write_text(ctx, write)} at line "
+                f"{ctx.line(write.node)} overwrites its tensors before `{reader.scope.name}` reads it at line "
+                f"{ctx.line(node)}",
+                fix=copy_the_tensors(ctx, snapshot.node),
+            )
 
 
 def _is_snapshot_read(read: Read, facts) -> bool:
@@ -251,4 +369,3 @@ def _is_snapshot_read(read: Read, facts) -> bool:
     # A state_dict written through (loading into it) is a handle on the module, not a snapshot;
     # an entry written while other entries are collected is a different tensor.
     return reader not in facts.written_handles and not (reader.partial and write.partial)
-

@@ -314,7 +314,7 @@ def loaders(root):
                 reported.add(id(node))
                 kept = f"the dataset keeps (`self.{attribute}`)"
                 if node is not value:
-                    kept = f"held by `{_short(ctx, value)}`, which {kept}"
+                    kept = f"in `{_short(ctx, value)}`, which {kept}"
                 yield Report(
                     node,
                     f"`{_short(ctx, node)}` is {callable_.kind} {kept}; pickled for workers started with "

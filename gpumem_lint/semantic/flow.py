@@ -89,6 +89,10 @@ class ScopeFacts:
     returned: frozenset[Storage] = frozenset()  # the memory of what the function returns
     dropped: frozenset[int] = frozenset()  # ids of the calls made for their effect: `f(x)` alone, result unused
     filled_params: frozenset[str] = frozenset()  # parameters overwritten whole before their values are read
+    #: `self.best = model.state_dict()` in a loop that steps the optimizer: what the object keeps, stale
+    #: when the method returns, as (attribute place, the aliasing handle, a write that changed it).
+    kept_stale: tuple[tuple[str, Handle, Write], ...] = ()
+    attribute_reads: dict[str, cst.CSTNode] = field(default_factory=dict)  # `self.<attr>` place -> first read
     returns_value: bool = False  # some `return` gives a value other than a constant (`None`, `False`, `0`)
     returns: Returns | None = None  # what every `return` gives back, for its callers (summaries.py)
     returns_grad: Grad = Grad.UNKNOWN  # the most any returned tensor requires (NO: only indices, masks)
@@ -203,7 +207,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 ("module", place), storage, AliasKind.OWN, None, role=Role.INPLACE_MODULE, module=module
             )
             state.env[place] = frozenset({role_handle})
-        self._block(self.scope.body, state)
+        end = self._block(self.scope.body, state)
         writes = list(self.writes.values())
         return ScopeFacts(
             scope=self.scope,
@@ -222,6 +226,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             retained=list(self.retained.values()),
             returned=frozenset(self._returned),
             dropped=frozenset(self._dropped),
+            kept_stale=_kept_stale(end, writes) if self.scope.is_method else (),
+            attribute_reads={place: node for place, node in self._first_reads.items() if place.startswith("self.")},
             filled_params=frozenset(self._filled_params),
             returns_value=bool(self._return_values),
             returns=summarise(self._return_values, self.scope.all_params) if self.scope.is_function else None,
@@ -621,9 +627,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if self._is_array(container) and not _keyed_by_string(node.target) and not narrowed:
                 partial, index = self._index_extent(node.target)
                 op = "[] " + _operator(node)
-                self._write(
-                    container, node, op, state, partial=partial, index=index, certain=False, advanced=advanced
-                )
+                self._write(container, node, op, state, partial=partial, index=index, certain=False, advanced=advanced)
                 self._check_overlap(node, container, [(node.value, value)], index)
             elif container.container and any(h.tensor for h in container.handles):
                 # `laterals[i] += up`: `+=` on a list's tensor item is that tensor's in-place add
@@ -1284,6 +1288,23 @@ def _operands(node) -> list[cst.BaseExpression]:
     if isinstance(node, cst.BooleanOperation):
         return [node.left, node.right]
     return [node.left, *(target.comparator for target in node.comparisons)]
+
+
+def _kept_stale(end: State, writes: list[Write]) -> tuple[tuple[str, Handle, Write], ...]:
+    """`state_dict()` aliases the method leaves on its object's attributes after a write changed them
+    (the first such write in analysis order)."""
+    if not end.reachable or not end.stale:
+        return ()
+    order = {id(write): position for position, write in enumerate(writes)}
+    kept = []
+    for place, handles in end.env.items():
+        if not place.startswith("self."):
+            continue
+        for handle in handles:
+            writes = end.stale.get(handle)
+            if writes and handle.kind is AliasKind.STATE_DICT and handle.node is not None:
+                kept.append((place, handle, min(writes, key=lambda write: order.get(id(write), len(order)))))
+    return tuple(kept)
 
 
 def _identity_test(node: cst.Comparison) -> bool:
