@@ -98,3 +98,27 @@ def test_the_probe_measures_again_where_streamlit_is_installed(tmp_path: Path):
     assert {name: child[name] for name in reimport_defaults().widgets} == {
         name: widget.default for name, widget in reimport_defaults().widgets.items()
     }
+
+
+def test_a_function_that_launches_called_under_a_nested_widget_guard_is_not_reported():
+    # the form of a Streamlit page seen in a real project: the launch in a function, its call under two `if`s
+    source = HEAD + (
+        "def submit():\n"
+        "    with mp.get_context('spawn').Pool(2) as pool:\n"
+        "        return pool.map(work, range(4))\n\n"
+        "col1, col2 = st.columns((10, 6))\n"
+        "use_yaml = col1.toggle('yaml', value=True)\n"
+        "if use_yaml:\n"
+        "    uploaded = col1.file_uploader('config')\n"
+        "    if uploaded is not None:\n"
+        "        submitted = col1.button('Run')\n"
+        "        if submitted:\n"
+        "            submit()\n"
+        "else:\n"
+        "    submitted = col1.button('Run')\n"
+        "    if submitted:\n"
+        "        submit()\n"
+        "submit()\n"  # unguarded: still reported
+    )
+    rows = [d.start.row for d in lint_source(source, "page.py", [UnguardedProcessStart])]
+    assert rows == [source.count("\n")]
