@@ -38,9 +38,11 @@ def test_every_import_form_of_the_function_is_a_caller(tmp_path: Path):
             "c.py": "import pkg.setup_dist as sd\nsd.init()\n",
             "d.py": "def init():\n    pass\n# setup_dist\ninit()\n",  # its own function of that name
             "e.py": "from other.setup_dist import init\ninit()\n",  # another module
+            "f.py": "from pkg import init\ninit()\n",  # re-exported by pkg/__init__.py
         },
     )
-    assert sorted(caller.path.name for caller in callers_of(source, "init")) == ["a.py", "b.py", "c.py"]
+    (tmp_path / "pkg" / "__init__.py").write_text("from pkg.setup_dist import init\n", encoding="utf-8")
+    assert sorted(caller.path.name for caller in callers_of(source, "init")) == ["a.py", "b.py", "c.py", "f.py"]
 
 
 def _gml304(source: Path) -> list[int]:

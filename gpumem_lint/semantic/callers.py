@@ -3,10 +3,10 @@
 Program order follows calls forward, into the modules a file imports; what runs after a function
 returns is in its callers, which the file does not import. They are found by reading the project's
 other Python files (under `module_graph.project_root`, hidden and environment directories skipped)
-that name both the function and its module — a text filter first —, then parsing those and
+that name both the function and its module or package — a text filter first —, then parsing those and
 resolving their imports (`module_graph.resolve_import`) to the file: `f()` after
 `from pkg.mod import f`, `mod.f()` after `from pkg import mod` or `import pkg.mod as mod`.
-A call through a re-export (`from pkg import f`, where `pkg/__init__.py` imports it) is not seen.
+`from pkg import f` counts when `pkg/__init__.py` imports `f` from the file (one re-export).
 
 Asked only for a finding that is about to be reported, and read once per process and file. The
 files read become dependencies of the finding (the result cache re-checks them); a caller added
@@ -47,11 +47,12 @@ def callers_of(source: Path, function: str) -> Iterator[Caller]:
     """Calls of the module-level `function` of `source` (a resolved path) in the project's other modules."""
     root = project_root(source.parent)
     stem = source.parent.name if source.name == "__init__.py" else source.stem
+    package = source.parent.name  # `from pkg import f`, re-exported by pkg/__init__.py
     for path in _python_files(root):
         if path == source:
             continue
         text = _text(path)
-        if text is None or function not in text or stem not in text:
+        if text is None or function not in text or (stem not in text and package not in text):
             continue
         parsed = _parsed(path)
         if parsed is None:
@@ -72,7 +73,7 @@ def _resolves_to(
         if bound is None or bound[1] != function:
             return False
         files = resolve_import(bound[0], path, root)
-        return bool(files) and files[-1] == source
+        return bool(files) and (files[-1] == source or _reexports(files[-1], function, source, root))
     if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
         bound = order.imported(func.value.value)
         if bound is None:
@@ -84,6 +85,18 @@ def _resolves_to(
         # `import pkg.mod as mod`, then `mod.f()`
         return isinstance(node, cst.Import) and any(alias.asname for alias in node.names) and files[-1:] == (source,)
     return False
+
+
+def _reexports(package: Path, function: str, source: Path, root: Path) -> bool:
+    """`pkg/__init__.py` imports `function` from `source` (`from pkg.mod import f`): `from pkg import f` is it."""
+    if package.name != "__init__.py":
+        return False
+    parsed = _parsed(package)
+    bound = parsed[1].imported(function) if parsed is not None else None
+    if bound is None or bound[1] != function:
+        return False
+    files = resolve_import(bound[0], package, root)
+    return bool(files) and files[-1] == source
 
 
 class _Calls(Walker):
