@@ -21,7 +21,11 @@ class InplaceWriteOnSavedTensor(Rule):
     x *= mask`, `F.relu(x, inplace=True)` on the output of an op that keeps its output,
     writing the input of a product or convolution that keeps it, an in-place layer of an
     `nn.Sequential` right after an activation that keeps its output
-    (`nn.ReLU(), nn.Dropout(p, inplace=True)`). What each op keeps is data
+    (`nn.ReLU(), nn.Dropout(p, inplace=True)`), and an optimizer step on a module whose
+    call kept its weights (an `nn.Sequential` or a model: the layers after the first keep
+    their weights) when a loss computed before the step is backpropagated after it, the
+    GAN that steps the discriminator between `d_loss.backward(retain_graph=True)` and
+    `g_loss.backward()`. What each op keeps is data
     measured from torch ([`saved_for_backward.json`](../gpumem_lint/knowledge/saved_for_backward.json),
     [docs/facts.md](../docs/facts.md) A1–A4): `relu`, `sigmoid`, `tanh`, `exp`, `softmax` keep
     their output; `a * w` and `x @ w` keep each operand for the other one's gradient; `x + y`
@@ -43,7 +47,11 @@ class InplaceWriteOnSavedTensor(Rule):
     attribute it sets) is then missed. A module run only for inference without
     `torch.no_grad()` raises nothing. An op whose result is only compared in the same
     statement (`d[d.abs() < eps] = eps`) keeps nothing: its graph is freed with the
-    statement (F43). Bound to a name first, it is taken to live until backward.
+    statement (F43). Bound to a name first, it is taken to live until backward. A step, or a
+    write after `backward(retain_graph=True)`, is reported only when a `backward()` of a name
+    bound before the write (and not since) follows it; which losses reach which graph is not
+    followed, so a loss bound before the step whose graph avoids the stepped module is
+    reported too.
 
     ## Example
     ```python
@@ -277,8 +285,70 @@ class SafeDivisor(nn.Module):
 
 SafeDivisor()(torch.randn(4, 8)).sum().backward()
 """,
+        # after the step the generator's loss is scored again by the new D: a new graph
+        """
+import torch
+from torch import nn
+
+G = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 16))
+D = nn.Sequential(nn.Linear(16, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
+opt_G = torch.optim.Adam(G.parameters(), lr=2e-4)
+opt_D = torch.optim.Adam(D.parameters(), lr=2e-4)
+bce = nn.BCEWithLogitsLoss()
+
+for real in [torch.randn(4, 16) for _ in range(3)]:
+    fake = G(torch.randn(4, 8))
+    d_loss = bce(D(real), torch.ones(4, 1)) + bce(D(fake), torch.zeros(4, 1))
+    opt_D.zero_grad()
+    d_loss.backward(retain_graph=True)
+    opt_D.step()
+    g_loss = bce(D(fake), torch.ones(4, 1))  # scored again by the updated D
+    opt_G.zero_grad()
+    g_loss.backward()
+    opt_G.step()
+""",
+        # a retained graph no later backward runs: stepping after it raises nothing
+        """
+import torch
+from torch import nn
+
+policy = nn.Sequential(nn.Linear(4, 32), nn.Tanh(), nn.Linear(32, 2))
+optimizer = torch.optim.SGD(policy.parameters(), lr=0.1)
+for states in [torch.randn(8, 4) for _ in range(3)]:
+    logits = policy(states)
+    loss = logits.logsumexp(-1).mean()
+    optimizer.zero_grad()
+    loss.backward(retain_graph=True)
+    optimizer.step()
+    entropy = -(logits.softmax(-1) * logits.log_softmax(-1)).sum(-1).mean().item()
+""",
     )
     INVALID = (
+        # the generator's loss, scored by D before D's step, backpropagates through D's old weights
+        Invalid(
+            """
+import torch
+from torch import nn
+
+G = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 16))
+D = nn.Sequential(nn.Linear(16, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
+opt_G = torch.optim.Adam(G.parameters(), lr=2e-4)
+opt_D = torch.optim.Adam(D.parameters(), lr=2e-4)
+
+for real in [torch.randn(4, 16) for _ in range(3)]:
+    fake = G(torch.randn(4, 8))
+    p_real, p_fake = D(real).sigmoid(), D(fake).sigmoid()
+    d_loss = -(p_real.log() + (1 - p_fake).log()).mean()
+    g_loss = (1 - p_fake).log().mean()
+    opt_D.zero_grad()
+    d_loss.backward(retain_graph=True)
+    opt_D.step()
+    opt_G.zero_grad()
+    g_loss.backward()
+    opt_G.step()
+""",
+            (17,),
+        ),
         # ... but named and used in the loss, `d.abs()` keeps `d` until backward
         Invalid(
             """
@@ -666,14 +736,20 @@ loss.backward()
                 if id(write.node) in reported:
                     continue
                 reported.add(id(write.node))
-                kept = "its output" if saved.saving.item.startswith("output") else f"its `{saved.saving.item}`"
+                kept = _kept_text(saved.saving.item)
                 yield Report(
                     write.node,
                     f"{write_text(ctx, write)} overwrites a tensor `{_op_text(ctx, saved.saving)}` at line "
                     f"{ctx.line(saved.saving.node)} saved for backward ({kept}): `backward()` raises "
                     '"modified by an inplace operation"',
-                    fix=unshared_write(ctx, write),
+                    fix=None if write.module else unshared_write(ctx, write),  # a step: reorder by hand
                 )
+
+
+def _kept_text(item: str) -> str:
+    if item.startswith("output"):
+        return "its output"
+    return "its layers' weights" if item == "parameters" else f"its `{item}`"
 
 
 def _op_text(ctx: FileContext, saving: Saving) -> str:

@@ -429,8 +429,9 @@ class CallSemantics:
 
     def _check_backward(self, node: cst.Call, receiver: cst.BaseExpression, state: State) -> None:
         self.calls_backward = True
-        self._free_graph(state)
-        for place in _places_in(receiver):
+        places = _places_in(receiver)
+        self._backward_runs(places, state, retained=is_constant(keyword(node, "retain_graph"), "True"))
+        for place in places:
             for handle in state.env.get(place, ()):
                 for write in state.hidden.get(handle, ()):
                     self.backward_hits.setdefault((id(write), id(node)), (write, node))

@@ -59,6 +59,12 @@ class SavedSemantics:
         self._savings: dict[tuple[int, str], Saving] = {}
         self._saved_now: dict[Storage, set[Saving]] = {}  # kept by the statement being analysed
         self._kept: list[tuple[Storage, Saving]] = []  # the same, in the order its ops kept them
+        self._backwards = 0  # `backward()` calls analysed so far
+        self._keeps: dict[Saving, tuple[int, int]] = {}  # how often an op kept its tensor, and at which backward
+        #: Writes to what a graph kept that raise only if a later backward runs that graph: an optimizer
+        #: step, or a write after `backward(retain_graph=True)`. With what the graph's op had kept then,
+        #: and the names bound at the write (a later backward of one not bound again since runs the graph).
+        self._pending: dict[tuple[int, int], tuple[SavedWrite, tuple[int, int], dict]] = {}
 
     # ---------------------------------------------------------- recording
 
@@ -82,11 +88,15 @@ class SavedSemantics:
         positional = [value for arg, value in zip(node.args, args) if arg.keyword is None]
         keywords = {arg.keyword.value: value for arg, value in zip(node.args, args) if arg.keyword is not None}
         module = callee.module if callee is not None else None
-        if module is not None and module.startswith("torch.nn."):
+        if module is not None and module.startswith("torch.nn.") and module not in self.k.container_modules:
             saved = table.modules.get(module.rsplit(".", 1)[-1])
             if saved is not None:
                 inputs = dict(zip(saved.arguments, positional))
-                self._keep(node, module.removeprefix("torch."), saved, inputs, result, state, parameters=True)
+                self._keep(node, module.removeprefix("torch."), saved, inputs, result, state, owner=callee)
+            return
+        if module is not None:
+            if self._has_parameters(callee):  # `D(x)` of an `nn.Sequential` or a model: its layers keep weights
+                self._keep_parameters(node, module, callee, state)
             return
         name = _op_name(node, qualified, receiver, self.k.tensor_only_methods)
         if name is None:
@@ -113,7 +123,9 @@ class SavedSemantics:
         """`self.relu(out)` of an `nn.ReLU(inplace=True)`: what the layer keeps, often the memory it wrote."""
         saved = saved_for_backward().modules.get(f"{module.rsplit('.', 1)[-1]}.inplace") if module else None
         if saved is not None and not self._no_grad:
-            self._keep(node, module.removeprefix("torch."), saved, dict(zip(saved.arguments, [written])), written, state)
+            self._keep(
+                node, module.removeprefix("torch."), saved, dict(zip(saved.arguments, [written])), written, state
+            )
 
     def _save_operation(
         self, node: cst.CSTNode, operator: cst.CSTNode, left: Value, right: Value, result: Value, state: State
@@ -138,10 +150,11 @@ class SavedSemantics:
         inputs: dict[str, Value],
         result: Value,
         state: State,
-        parameters: bool = False,
+        owner: Value | None = None,
     ) -> None:
+        """`owner`: the module whose call this is; its own weights require grad unless it was frozen."""
         needing = {name for name, value in inputs.items() if _requires_grad(value)}
-        if parameters:  # a module's own weights require grad unless it was frozen
+        if owner is not None:
             needing |= set(saved.differentiable) - set(saved.arguments)
         if not needing:
             return  # nothing requires grad: no graph, nothing kept
@@ -150,14 +163,26 @@ class SavedSemantics:
                 kept = result
             elif item in inputs:
                 kept = inputs[item]
+            elif owner is not None and item in saved.differentiable:
+                kept = owner  # the module's weight: memory of the module
             else:
-                continue  # a module's weight, an internal buffer, a second output
-            saving = self._savings.setdefault((id(node), item), Saving(node, op, item))  # one per loop pass
-            for handle in kept.handles:
-                if handle.role is None:
-                    state.saved[handle.storage] = state.saved.get(handle.storage, frozenset()) | {saving}
-                    self._saved_now.setdefault(handle.storage, set()).add(saving)
-                    self._kept.append((handle.storage, saving))
+                continue  # an internal buffer, a second output
+            self._record_saving(Saving(node, op, item), kept, state)
+
+    def _keep_parameters(self, node: cst.Call, module: str, callee: Value, state: State) -> None:
+        """A module of layers (`nn.Sequential`, a model of this file) called where grad is recorded: its
+        layers after the first receive an input that requires grad, and keep their weights for it."""
+        self._record_saving(Saving(node, module.removeprefix("torch."), "parameters"), callee, state)
+
+    def _record_saving(self, made: Saving, kept: Value, state: State) -> None:
+        saving = self._savings.setdefault((id(made.node), made.item), made)  # one per loop pass
+        count, _ = self._keeps.get(saving, (0, 0))
+        self._keeps[saving] = (count + 1, self._backwards)
+        for handle in kept.handles:
+            if handle.role is None:
+                state.saved[handle.storage] = state.saved.get(handle.storage, frozenset()) | {saving}
+                self._saved_now.setdefault(handle.storage, set()).add(saving)
+                self._kept.append((handle.storage, saving))
 
     def _check_layers(self, node: cst.Call, args: list[Value]) -> None:
         """`nn.Sequential(nn.ReLU(), nn.Dropout(p, inplace=True))`: each layer's input is the output
@@ -232,16 +257,42 @@ class SavedSemantics:
     def _check_saved(self, write: Write, state: State, renewed: bool = False) -> None:
         """A write through an alias autograd tracks, to memory an op kept: backward will raise.
         Memory this very statement allocated (`x.var(d).add_(eps)` in a loop's next pass) is
-        not what an earlier pass kept: only this statement's own ops count then."""
-        if not state.saved or write.writer.kind is AliasKind.DATA or write.rebinds or write.module:
+        not what an earlier pass kept: only this statement's own ops count then. An optimizer step
+        (a write of whole modules: training calls and loads are not checked) and a write after
+        `backward(retain_graph=True)` wait for a later backward of a tensor alive at the write."""
+        if not state.saved or write.writer.kind is AliasKind.DATA or write.rebinds:
             return
+        if write.module and write.op != "step()":
+            return
+        bound = None
         for storage, savings in state.saved.items():
             if storage.related(write.storage):
                 if renewed:
                     savings = self._saved_now.get(storage, ())
                 for saving in savings:
-                    if saving.node is not write.node:  # `x.relu_()` keeps what it wrote
-                        self.saved_writes.setdefault((id(write), id(saving)), SavedWrite(write, saving))
+                    if saving.node is write.node:
+                        continue  # `x.relu_()` keeps what it wrote
+                    found = SavedWrite(write, saving)
+                    keeps = self._keeps.get(saving, (0, 0))
+                    if write.module or keeps[1] < self._backwards:
+                        bound = dict(state.env) if bound is None else bound
+                        self._pending.setdefault((id(write), id(saving)), (found, keeps, bound))
+                    else:
+                        self.saved_writes.setdefault((id(write), id(saving)), found)
+
+    def _backward_runs(self, losses: set[str], state: State, retained: bool) -> None:
+        """`loss.backward()`: pending writes to what a graph kept raise now when `loss` was computed
+        before the write (bound then, and not bound again since: the same binding) and the graph's op
+        has not run again since (a new pass keeps new tensors). The graph is freed, unless retained."""
+        for key, (found, keeps, bound) in list(self._pending.items()):
+            if self._keeps.get(found.saving) != keeps:
+                del self._pending[key]  # run again since: a new graph holds the new values
+            elif any(state.env.get(place) is bound.get(place, ()) for place in losses):
+                self.saved_writes.setdefault(key, found)
+                del self._pending[key]
+        self._backwards += 1
+        if not retained:
+            self._free_graph(state)
 
     def _forget_savings(self, storage: Storage, state: State) -> None:
         """Memory allocated anew (a loop's next pass): only what this statement kept keeps it."""
