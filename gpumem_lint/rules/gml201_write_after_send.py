@@ -115,6 +115,26 @@ def main(worker):
     stats.zero_()
     p.join()
 """,
+        # the worker's reply, polled with get_nowait(), comes after it took its copy, as with get()
+        """
+import time
+import torch
+import torch.multiprocessing as mp
+
+def worker(params_queue, replies):
+    params = params_queue.get()
+    replies.put(float(params.sum()))
+
+def main():
+    ctx = mp.get_context("spawn")
+    params_queue, replies = ctx.Queue(), ctx.Queue()
+    ctx.Process(target=worker, args=(params_queue, replies)).start()
+    params = torch.zeros(4)
+    params_queue.put(params)
+    while replies.empty():
+        time.sleep(0.01)
+    params.add_(replies.get_nowait())
+""",
     )
     INVALID = (
         Invalid(
