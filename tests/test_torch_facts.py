@@ -432,3 +432,25 @@ def test_untyped_storage_is_the_tensor_memory_and_not_a_python_value():
     t = torch.arange(6.0)
     assert t.untyped_storage().data_ptr() == t.data_ptr()
     assert "untyped_storage" not in _knowledge().python_value_results
+
+
+@pytest.mark.parametrize("method", ["items", "keys"])
+def test_f45_tensors_and_arrays_have_no_mapping_iterators(method):
+    from gpumem_lint.semantic.flow import _MAPPING_ITERATORS
+
+    assert method in _MAPPING_ITERATORS
+    assert not hasattr(torch.zeros(2), method) and not hasattr(np.zeros(2), method)
+
+
+def test_f46_load_state_dict_with_assign_writes_no_memory():
+    source, target = nn.Linear(3, 2), nn.Linear(3, 2)
+    before = target.state_dict()
+    kept = before["weight"].clone()
+    target.load_state_dict(source.state_dict(), assign=True)
+    assert torch.equal(before["weight"], kept)  # the old tensor is not written
+    assert target.weight.data_ptr() == source.weight.data_ptr()  # the module holds the given one
+    other = nn.Linear(3, 2)
+    snapshot = other.state_dict()
+    kept = snapshot["weight"].clone()
+    other.load_state_dict(nn.Linear(3, 2).state_dict())
+    assert not torch.equal(snapshot["weight"], kept)  # without `assign`: copied into the old tensor

@@ -155,6 +155,19 @@ def round_trip(model, path):
     dcp.load(state, checkpoint_id=path)
     model.load_state_dict(state)
 """,
+        # `assign=True` makes each layer hold the other's tensors: the earlier dicts keep their values (F46)
+        """
+import copy
+
+import torch
+
+
+def swap_weights(first: torch.nn.Linear, second: torch.nn.Linear):
+    first_state, second_state = first.state_dict(), second.state_dict()
+    first.load_state_dict(second_state, assign=True)
+    second.load_state_dict(first_state, assign=True)
+    return all(torch.equal(second.state_dict()[k], first_state[k]) for k in first_state)
+""",
         # kept on the object, but only written out before the next step; no other method reads it
         """
 import torch

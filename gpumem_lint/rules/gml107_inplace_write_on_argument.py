@@ -364,6 +364,25 @@ class TwoViews(nn.Module):
             views[i] = self.encoder(view)
         return views
 """,
+        # iterated by `.items()`, the batch is a mapping: `batch[key] = ...` stores an item (F45)
+        """
+import torch
+
+
+class Wrapper(torch.nn.Module):
+    def __init__(self, model, device):
+        super().__init__()
+        self.model, self.device = model, device
+
+    def forward(self, batch, training=True):
+        data = batch["image"].to(self.device) if isinstance(batch, dict) else batch.to(self.device)
+        pred = self.model(data)
+        if training:
+            for key, value in batch.items():
+                batch[key] = value.to(self.device)
+            return pred, batch
+        return pred
+""",
         # the caller's buffers are overwritten whole (`copy_`, `out=`) before they are read: scratch memory
         """
 import torch

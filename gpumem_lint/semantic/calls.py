@@ -235,6 +235,8 @@ class CallSemantics:
             return parameters
         if method in k.load_methods and _named_like_optimizer(node.func.value):
             return EMPTY  # an optimizer's load replaces its own state: it writes no parameter
+        if method in k.load_methods and is_constant(keyword(node, "assign"), "True"):
+            return EMPTY  # the module now holds the given tensors: no memory was written (F46)
         if method in k.load_methods:
             self.module_storages.update(h.storage for h in receiver.handles)
             own = {h.storage for h in receiver.handles}

@@ -61,6 +61,7 @@ _CONSTANTS = frozenset({"None", "True", "False"})
 _OPERATIONS = frozenset({cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation})
 _COLLECTIONS = frozenset({cst.Tuple, cst.List, cst.Set})
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
+_MAPPING_ITERATORS = frozenset({"items", "keys"})  # neither `torch.Tensor` nor `numpy.ndarray` has them
 
 
 @dataclass
@@ -336,8 +337,11 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         return state
 
     def _loop(self, node: cst.For | cst.While, state: State) -> State:
+        mapping = []
         if isinstance(node, cst.For):
             iterable = self._eval(node.iter, state)
+            mapping = _iterated_mapping(node.iter)
+        self._containers.extend(mapping)  # `for k, v in batch.items():` batch is a mapping in the body
         head = state.copy()
         self._loops.append(_Loop())
         exit_state = UNREACHABLE
@@ -366,6 +370,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 break
             head = new_head
         self._loops.pop()
+        del self._containers[len(self._containers) - len(mapping) :]
         if node.orelse is not None:
             exit_state = self._block(node.orelse.body.body, exit_state)
         return exit_state
@@ -1355,6 +1360,14 @@ def _rebound_argument(node: cst.Assign) -> str | None:
     name = node.targets[0].target.value
     given = any(type(arg.value) is cst.Name and arg.value.value == name for arg in node.value.args)
     return name if given else None
+
+
+def _iterated_mapping(iterable: cst.BaseExpression) -> list[str]:
+    """`batch` of `for k, v in batch.items():` (or `.keys()`): methods a tensor or an array lacks."""
+    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute)):
+        return []
+    place = dotted_name(iterable.func.value)
+    return [place] if place is not None and iterable.func.attr.value in _MAPPING_ITERATORS else []
 
 
 def _container_checks(test: cst.BaseExpression) -> list[str]:
