@@ -122,3 +122,35 @@ def test_a_function_that_launches_called_under_a_nested_widget_guard_is_not_repo
     )
     rows = [d.start.row for d in lint_source(source, "page.py", [UnguardedProcessStart])]
     assert rows == [source.count("\n")]
+
+
+PROGRAM = """
+import multiprocessing as mp
+
+def work():
+    pass
+
+if {guard}:
+    child = mp.get_context("{method}").Process(target=work)
+    child.start()
+    child.join()
+    print(child.exitcode)
+"""
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+@pytest.mark.parametrize(
+    "guard, rerun",
+    [('mp.current_process().name == "MainProcess"', False), ("mp.parent_process() is None", True)],
+)
+def test_f47_a_re_importing_child_has_its_own_name_but_no_parent_yet(tmp_path: Path, method: str, guard: str, rerun):
+    import subprocess
+    import sys
+
+    program = tmp_path / "program.py"
+    program.write_text(PROGRAM.format(guard=guard, method=method), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == ("1" if rerun else "0")  # a child that re-runs the launch fails
+    assert ("bootstrapping phase" in done.stderr) == rerun
+    reported = lint_source(program.read_text(encoding="utf-8"), "program.py", [UnguardedProcessStart])
+    assert bool(reported) == rerun

@@ -37,7 +37,9 @@ class UnguardedProcessStart(Rule):
     Nor is a launch under an `if` whose test is falsy in the child whatever the parent saw: a
     Streamlit page's widget (`submitted = col1.button("Run")`, `if submitted:`) returns its default
     there, outside Streamlit's runner (`processes.toml` [reimport_defaults]; F44, measured with
-    streamlit 1.67.0: the launch under a clicked button is not re-run, one under `if True:` is).
+    streamlit 1.67.0: the launch under a clicked button is not re-run, one under `if True:` is),
+    or `mp.current_process().name == "MainProcess"` (the child has its own name by then; F47).
+    `mp.parent_process() is None` is no guard: it is still None while the child re-imports.
 
     ## Example
     ```python
@@ -121,6 +123,16 @@ submitted = col1.button("Run")
 if submitted:
     with mp.get_context("spawn").Pool(2) as pool:
         col2.write(pool.map(work, range(4)))
+""",
+        """
+import multiprocessing as mp
+
+def work(x):
+    return x * 2
+
+if mp.current_process().name == "MainProcess":  # a re-importing child already has its own name
+    with mp.get_context("spawn").Pool(2) as pool:
+        print(pool.map(work, range(4)))
 """,
     )
     INVALID = (
@@ -219,6 +231,36 @@ if __name__ == "__main__":
         with mp.get_context("spawn").Pool(2) as pool:
             st.write(pool.map(work, range(4)))
 """,
+            standalone=False,  # a Streamlit page runs under `streamlit run` (F44 measures it there)
+        ),
+        Invalid(
+            """
+import multiprocessing as mp
+
+def work():
+    pass
+
+if mp.parent_process() is None:  # still None while a spawn child re-imports this module
+    child = mp.get_context("spawn").Process(target=work)
+    child.start()
+    child.join()
+    print(child.exitcode)
+""",
+            (8,),
+            fixed="""
+import multiprocessing as mp
+
+def work():
+    pass
+
+if __name__ == "__main__":
+    if mp.parent_process() is None:  # still None while a spawn child re-imports this module
+        child = mp.get_context("spawn").Process(target=work)
+        child.start()
+        child.join()
+        print(child.exitcode)
+""",
+            prints="0",
         ),
     )
 

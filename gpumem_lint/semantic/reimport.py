@@ -3,7 +3,7 @@
 Besides `if __name__ == "__main__":` (the rules check that guard themselves), the body of an `if`
 whose test is falsy in the child whatever the parent saw: a call whose value there is the framework's
 default (`knowledge/processes.toml` [reimport_defaults]: a Streamlit widget outside a ScriptRunner,
-F44), a name every binding of which is such a call (`submitted = col1.button("Run")`, `if
+F44), `current_process().name == "MainProcess"` (the child's name is its own: [reimport_values], F47), a name every binding of which is such a call (`submitted = col1.button("Run")`, `if
 submitted:`), `x is not None` for a default of None, and `a and b` with either falsy. A widget is
 called on the module (`st.button`) or on a container it made (`st.sidebar`, `col1` of `col1, col2 =
 st.columns(2)`, `st.form("f")`); an argument that sets another default (`value=True`) makes its value
@@ -46,11 +46,14 @@ class ReimportDefaults:
     containers: frozenset[str]
     container_attributes: frozenset[str]
     widgets: dict[str, Widget]
+    current_process: frozenset[str]  # calls whose `.name` is the child's own in the child (F47)
+    main_process_name: str
 
 
 @cache
 def reimport_defaults() -> ReimportDefaults:
-    data = tomllib.loads(data_text("processes.toml"))["reimport_defaults"]
+    tables = tomllib.loads(data_text("processes.toml"))
+    data, values = tables["reimport_defaults"], tables["reimport_values"]
     return ReimportDefaults(
         module=data["module"],
         containers=frozenset(data["containers"]),
@@ -59,6 +62,8 @@ def reimport_defaults() -> ReimportDefaults:
             name: Widget(spec["default"], spec.get("given"), spec.get("position"))
             for name, spec in data["widgets"].items()
         },
+        current_process=frozenset(values["current_process"]),
+        main_process_name=values["main_process_name"],
     )
 
 
@@ -66,7 +71,7 @@ def skipped_on_reimport(module: cst.Module, imports: ImportTable, text: str) -> 
     """Ids of every node of top-level code (not inside a definition) that a re-importing child does
     not run: the body of an `if` whose test is falsy there."""
     table = reimport_defaults()
-    if table.module not in text:
+    if table.module not in text and "current_process" not in text:
         return set()
     values = _ChildValues(table, imports, module)
     skipped = _AllNodes()
@@ -132,9 +137,25 @@ class _ChildValues:
             target = test.comparisons[0]
             if isinstance(target.operator, cst.IsNot) and _is_none(target.comparator):
                 return self.defaults(test.left) == {"None"}
+            if isinstance(target.operator, cst.Equal):
+                return self._main_process_name(test.left, target.comparator) or self._main_process_name(
+                    target.comparator, test.left
+                )
             return False
         found = self.defaults(test)
         return found is not None and found <= _FALSY
+
+    def _main_process_name(self, name: cst.BaseExpression, literal: cst.BaseExpression) -> bool:
+        """`mp.current_process().name == "MainProcess"`: the child's name is its own (F47)."""
+        return (
+            isinstance(literal, cst.SimpleString)
+            and literal.evaluated_value == self.table.main_process_name
+            and isinstance(name, cst.Attribute)
+            and name.attr.value == "name"
+            and isinstance(name.value, cst.Call)
+            and not name.value.args
+            and self.imports.qualify(name.value.func) in self.table.current_process
+        )
 
     def defaults(self, node: cst.BaseExpression, seen: frozenset[str] = frozenset()) -> set[str] | None:
         """The values `node` can have in the child, when each is a widget's default; else None."""
