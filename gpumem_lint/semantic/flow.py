@@ -51,6 +51,9 @@ from gpumem_lint.semantic.values import (
 
 #: Loops converge in two or three passes; the cap guards against pathological code.
 _MAX_LOOP_PASSES = 6
+#: Keyed items nest this deep at most (`d["a"]["b"]`); deeper ones share their container's memory, so
+#: that items stored back into the mapping they came from, pass after pass, reach a fixpoint.
+_ITEM_DEPTH = 2
 #: Writes that bypass autograd on purpose, or that fail before mutating anything.
 _DELIBERATE_OR_ERROR = frozenset({AliasKind.DATA, AliasKind.DETACH, AliasKind.EXPAND, AliasKind.MULTI_VIEW})
 #: Aliases of a state_dict entry or a numpy bridge are still that: `sd[k].detach()`.
@@ -183,6 +186,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._filled: set[Storage] = set()  # blank memory some write has filled (in analysis order)
         self._filled_params: set[str] = set()  # parameters whose first use overwrote them whole
         self._parameter_reads: dict[str, cst.CSTNode] = {}  # where each parameter's own memory was first read
+        self._item_depths: dict[Storage, int] = {}  # `d["a"]["b"]`: how many keyed items deep a storage is
         self._returned: set[Storage] = set()
         self._dropped: set[int] = set()
         self._rebinding: dict[int, str] = {}  # id of a call -> the name its statement rebinds: `g = f(g)`
@@ -823,7 +827,12 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         for h in container.handles:
             if h.role is not None:
                 continue
-            storage = self._storage(("item", id(h.storage), key), h.storage.label, h.storage.origin, h.storage)
+            depth = self._item_depths.get(h.storage, 0)
+            if depth < _ITEM_DEPTH:
+                storage = self._storage(("item", id(h.storage), key), h.storage.label, h.storage.origin, h.storage)
+                self._item_depths.setdefault(storage, depth + 1)
+            else:  # `shared[p]["copy"]` stored back into what it came from, pass after pass: one memory
+                storage = h.storage
             handles.add(
                 self._handle(
                     ("item", id(storage), id(node)), storage, AliasKind.OWN, node, tensor=h.tensor, base=h, element=True
