@@ -88,6 +88,18 @@ class AliasReadAfterInplaceWrite(Rule):
     triggers = ("torch", "numpy")
     scope_triggers = WRITES
     VALID = (
+        # indexed by a list, `clamped[chosen]` is a copy: zeroing those entries leaves it as it was
+        """
+import torch
+
+
+def slate_probability(values, slate, position_of):
+    clamped = torch.clamp(values, 0.0)
+    chosen = [position_of(item) for item in slate]
+    picked = clamped[chosen]
+    clamped[chosen] = 0.0
+    return (picked / (picked.sum() + clamped.sum())).prod().item()
+""",
         """
 import torch
 

@@ -15,6 +15,7 @@ see. Rules decide which facts are hazards.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -48,6 +49,7 @@ from gpumem_lint.semantic.values import (
     Value,
     Write,
 )
+from gpumem_lint.semantic.walk import Walker
 
 #: Loops converge in two or three passes; the cap guards against pathological code.
 _MAX_LOOP_PASSES = 6
@@ -192,6 +194,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._rebinding: dict[int, str] = {}  # id of a call -> the name its statement rebinds: `g = f(g)`
         self._return_values: list[Value] = []
         self._containers: list[str] = []  # places an enclosing `isinstance(x, dict)` test shows to be containers
+        self._lists: frozenset[str] | None = None  # `idx = []`: indexing a tensor by it copies (made when asked)
         self._item_keys: dict[Handle, str | None] = {}  # a container's item -> the literal key it is stored under
 
     # ----------------------------------------------------------------- entry
@@ -857,11 +860,17 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if isinstance(index, cst.Index):
                 value = self._eval(index.value, state)
                 advanced |= value.tensor or value.ndarray or isinstance(index.value, (cst.List, cst.ListComp))
+                advanced |= type(index.value) is cst.Name and self._list_valued(index.value.value)
             elif isinstance(index, cst.Slice):
                 for part in (index.lower, index.upper, index.step):
                     if part is not None:
                         self._eval(part, state)
         return advanced
+
+    def _list_valued(self, name: str) -> bool:
+        if self._lists is None:
+            self._lists = _list_names(self.scope.body, self.scope.all_params)
+        return name in self._lists
 
     def _comprehension(self, node, state: State) -> Value:
         inner = state.copy()
@@ -1369,6 +1378,99 @@ def _rebound_argument(node: cst.Assign) -> str | None:
     name = node.targets[0].target.value
     given = any(type(arg.value) is cst.Name and arg.value.value == name for arg in node.value.args)
     return name if given else None
+
+
+def _list_names(body: Sequence[cst.CSTNode], params: tuple[str, ...]) -> frozenset[str]:
+    """Names the function binds only to lists (`[]`, `[a, b]`, a list comprehension), never otherwise:
+    a tensor indexed by one is indexed by a sequence of ints, advanced indexing, a copy."""
+    bindings = _Bindings()
+    for statement in body:
+        bindings.walk(statement)
+    return frozenset(name for name in bindings.lists - bindings.others if name not in params)
+
+
+class _Bindings(Walker):
+    """Which names a function body binds to list displays or comprehensions, and which to anything else."""
+
+    def __init__(self) -> None:
+        self.lists: set[str] = set()
+        self.others: set[str] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.others.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.others.add(node.name.value)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        listed = type(node.value) is cst.List or type(node.value) is cst.ListComp
+        for target in node.targets:
+            if type(target.target) is cst.Name:
+                (self.lists if listed else self.others).add(target.target.value)
+            else:
+                self._other_targets(target.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._other_targets(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if not (type(node.value) is cst.List or type(node.value) is cst.ListComp):
+            self._other_targets(node.target)  # `idx += [i]` keeps a list a list
+
+    def visit_For(self, node: cst.For) -> None:
+        self._other_targets(node.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._other_targets(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._other_targets(node.asname.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._other_targets(node.target)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None:
+            self._other_targets(node.name.name)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.others.update(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.others.update(item.name.value for item in node.names)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self.others.update(_imported_names(node))
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.others.update(_imported_names(node))
+
+    def _other_targets(self, target: cst.BaseExpression) -> None:
+        if type(target) is cst.Name:
+            self.others.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._other_targets(element.value)
+        elif type(target) is cst.StarredElement:
+            self._other_targets(target.value)
+
+
+def _imported_names(node: cst.Import | cst.ImportFrom) -> set[str]:
+    if isinstance(node.names, cst.ImportStar):
+        return set()
+    names = set()
+    for alias in node.names:
+        if alias.asname is not None and type(alias.asname.name) is cst.Name:
+            names.add(alias.asname.name.value)
+        else:
+            names.add((dotted_name(alias.name) or "").split(".", 1)[0])
+    return names
 
 
 def _iterated_mapping(iterable: cst.BaseExpression) -> list[str]:
