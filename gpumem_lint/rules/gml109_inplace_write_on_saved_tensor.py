@@ -88,6 +88,22 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # `self.squeeze` is a convolution named like a Tensor method: the in-place ReLU writes its output
+        """
+import torch
+from torch import nn
+
+
+class Fire(nn.Module):
+    def __init__(self, inplanes, squeeze_planes):
+        super().__init__()
+        self.squeeze = nn.Conv2d(inplanes, squeeze_planes, kernel_size=1)
+        self.squeeze_activation = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        x = self.squeeze_activation(self.squeeze(x))
+        return x
+""",
         """
 import torch
 import torch.nn as nn

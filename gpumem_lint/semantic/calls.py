@@ -71,7 +71,9 @@ class CallSemantics:
         self._note_release_call(node, qualified, state)
         if not attribute and name is not None and announces_inplace(name):
             self._rebuilt_modules(node, args, state)
-        result = self._call_result(node, func, name, qualified, receiver, args, state)
+        # `self.squeeze(x)` of a submodule named like a Tensor method runs the module, not the method
+        submodule = attribute and callee is not None and any(h.module is not None for h in callee.handles)
+        result = self._call_result(node, func, name, qualified, None if submodule else receiver, args, state)
         self._mark_blank(node, qualified, result)
         self._call_grad(node, result, callee, [receiver, *args] if receiver is not None else args, qualified)
         self._save_call(node, qualified, receiver, args, callee, result, state)
