@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
+from gpumem_lint.semantic.import_grad import grad_disabled_by_package
 from gpumem_lint.semantic.model import SemanticModel
 from gpumem_lint.semantic.module_graph import ModuleGraph
 from gpumem_lint.semantic.program_order import ProgramOrder
@@ -41,7 +42,9 @@ class FileContext:
     @cached_property
     def semantic(self) -> SemanticModel:
         """Built once, on the first rule that asks, and shared by every rule."""
-        return SemanticModel.build(self.module)
+        source = Path(self.path)
+        disabled = source.is_file() and grad_disabled_by_package(source, self.text, self.dependencies)
+        return SemanticModel.build(self.module, grad_disabled=disabled)
 
     @cached_property
     def program_order(self) -> ProgramOrder:

@@ -21,10 +21,14 @@ class SemanticModel:
     facts: list[ScopeFacts]
 
     @classmethod
-    def build(cls, module: cst.Module) -> SemanticModel:
+    def build(cls, module: cst.Module, grad_disabled: bool = False) -> SemanticModel:
+        """`grad_disabled`: the file's code runs with autograd off (its package's import turns it off)."""
         collector = ScopeCollector(module)
         collector.walk(module)
         scopes = collector.finish()
+        if grad_disabled:
+            for scope in scopes:
+                scope.no_grad = True
         facts = [ScopeAnalyzer(scope, collector.imports).run() for scope in scopes]
         mutators = _mutators(facts)
         passed = _passed(facts)
