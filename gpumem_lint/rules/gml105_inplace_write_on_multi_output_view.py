@@ -30,6 +30,9 @@ class InplaceWriteOnMultiOutputView(Rule):
     at autograd code.
 
     ## Known problems
+    A module of a package whose `__init__.py` turns grad off at import (a top-level
+    `torch.set_grad_enabled(False)`, as inference servers do) is taken to run without autograd,
+    unless it turns grad back on itself (`torch.enable_grad()`).
     A tensor passed into a helper function is not known to require grad unless the helper
     is a module's `forward`, calls `backward()` itself, or is given one by a caller of this
     file (followed a few calls deep). The `forward` of a `torch.autograd.Function` runs with

@@ -31,6 +31,9 @@ class InplaceWriteOnGradLeaf(Rule):
     (`w -= lr * w.grad`) and re-initialising part of a layer's weight.
 
     ## Known problems
+    A module of a package whose `__init__.py` turns grad off at import (a top-level
+    `torch.set_grad_enabled(False)`, as inference servers do) is taken to run without autograd,
+    unless it turns grad back on itself (`torch.enable_grad()`).
     Only leaves the file shows are known: a function's parameter is one when a caller in the
     same file passes a leaf (`sinusoidal(embedding.weight)`); a parameter passed in from
     another module, or a model built elsewhere, is not followed unless the function calls

@@ -38,6 +38,9 @@ class InplaceWriteOnSavedTensor(Rule):
     (`SigmoidBackward0`), never the line that wrote; this rule names both lines.
 
     ## Known problems
+    A module of a package whose `__init__.py` turns grad off at import (a top-level
+    `torch.set_grad_enabled(False)`, as inference servers do) is taken to run without autograd,
+    unless it turns grad back on itself (`torch.enable_grad()`).
     Only tensors known to require grad are followed: computed from a Parameter (as the
     class's `__init__` or `torch.nn`'s modules define them), a `requires_grad=True` tensor,
     a module's output, or a module's `forward` input. The rule reports in code that runs a
