@@ -45,7 +45,8 @@ class InplaceWriteOnArgument(Rule):
     under `torch.no_grad()`, through `.data`/`.detach()`, via `nn.init`, for
     parameters named like outputs (`out`, `buf`, `dst`, `*_out`), for an optional
     parameter (default `None`) that the function fills and returns, and for a parameter it
-    overwrites whole (`buf.copy_(x)`, `out=buf`) before reading its values: an output buffer. A plain
+    overwrites whole (`buf.copy_(x)`, `out=buf`) before reading its values, or writes into and
+    never reads (`record[:, i] = ids`): an output buffer. A plain
     function's write is reported only at a call that passes that parameter: one left at its
     default (`scratch=None`, allocated by the function) is memory no caller sees. Methods other than
     `forward` and `__call__` are not checked: updating state is what they are for.
@@ -363,6 +364,34 @@ class TwoViews(nn.Module):
         for i, view in enumerate(views):
             views[i] = self.encoder(view)
         return views
+""",
+        # the layer writes its slot of the routing record and never reads it: a buffer it fills
+        """
+import torch
+
+
+class Router(torch.nn.Module):
+    def __init__(self, layer, dim, experts):
+        super().__init__()
+        self.layer, self.gate = layer, torch.nn.Linear(dim, experts)
+
+    def forward(self, hidden, routed: torch.Tensor = None):
+        chosen = self.gate(hidden).topk(2, dim=-1).indices
+        if routed is not None:
+            routed[:, self.layer, :] = chosen
+        return hidden * 2
+
+
+class Model(torch.nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(layers)
+
+    def forward(self, hidden):
+        routed = hidden.new_empty((hidden.size(0), len(self.layers), 2), dtype=torch.long)
+        for layer in self.layers:
+            hidden = layer(hidden, routed=routed)
+        return hidden, routed
 """,
         # iterated by `.items()`, the batch is a mapping: `batch[key] = ...` stores an item (F45)
         """

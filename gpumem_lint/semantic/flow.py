@@ -236,7 +236,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             dropped=frozenset(self._dropped),
             kept_stale=_kept_stale(end, writes) if self.scope.is_method else (),
             attribute_reads={place: node for place, node in self._first_reads.items() if place.startswith("self.")},
-            filled_params=frozenset(self._filled_params),
+            filled_params=frozenset(self._filled_params | self._written_unread(writes)),
             returns_value=bool(self._return_values),
             returns=summarise(self._return_values, self.scope.all_params) if self.scope.is_function else None,
             returns_grad=max(
@@ -758,6 +758,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 self._parameter_reads.setdefault(place, node)
         else:
             tensor, ndarray = any(h.tensor for h in handles), any(h.ndarray for h in handles)
+            if record and any(h.storage.origin == "param" for h in handles):
+                self._parameter_reads.setdefault(place, node)
         held = state.held.get(place)
         if held is None:
             return Value(handles, tensor, ndarray)
@@ -1011,6 +1013,14 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                     self._after_forward.add(write)  # some forward computed with it already
             if writer.storage.blank:
                 self._filled.add(writer.storage)
+
+    def _written_unread(self, writes: list[Write]) -> set[str]:
+        """Parameters the function writes into (`out[:, i] = ids`) and never reads: it fills them."""
+        return {
+            write.storage.label
+            for write in writes
+            if write.storage.origin == "param" and write.storage.label not in self._parameter_reads
+        }
 
     def _note_filled_parameter(self, node: cst.Call, target: cst.BaseExpression | None, state: State) -> None:
         """`buf.copy_(x)`, `torch.mean(x, out=buf)` as the first use of parameter `buf`: the function
