@@ -9,7 +9,7 @@ from gpumem_lint.rules._boundaries import crossing_text, is_main_guard, pickling
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.processes import PROCESS_CROSSING
 from gpumem_lint.semantic.reimport import skipped_on_reimport
-from gpumem_lint.semantic.walk import Walker
+from gpumem_lint.semantic.walk import NodeIds, Walker
 
 _STARTS_PROCESSES = ("process", "spawn", "pool", "executor")
 
@@ -301,7 +301,9 @@ def _guard_the_rest(ctx: FileContext, launch: cst.CSTNode) -> Fix | None:
     row = positions[launch].start.line
     body = list(ctx.module.body)
     first = next((i for i, s in enumerate(body) if positions[s].start.line <= row <= positions[s].end.line), None)
-    if first is None or any(_defines(statement) or _spans_lines_in_a_string(ctx, statement) for statement in body[first:]):
+    if first is None or any(
+        _defines(statement) or _spans_lines_in_a_string(ctx, statement) for statement in body[first:]
+    ):
         return None
     start = positions[body[first]].start.line
     lines = source_rows(ctx.text, start)
@@ -368,17 +370,8 @@ class _CallsOf(Walker):
 
 def _guarded_nodes(module: cst.Module) -> set[int]:
     """Ids of every node under a top-level `if __name__ == "__main__":`."""
-    collector = _AllNodes()
+    collector = NodeIds()
     for statement in module.body:
         if isinstance(statement, cst.If) and is_main_guard(statement.test):
             collector.walk(statement.body)
     return collector.ids
-
-
-class _AllNodes(Walker):
-    def __init__(self) -> None:
-        self.ids: set[int] = set()
-
-    def walk(self, node: cst.CSTNode) -> None:
-        self.ids.add(id(node))
-        super().walk(node)

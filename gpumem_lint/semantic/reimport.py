@@ -21,7 +21,7 @@ import libcst as cst
 from gpumem_lint.knowledge import data_text
 from gpumem_lint.semantic.imports import ImportTable
 from gpumem_lint.semantic.name_values import Binding, Unpacked, value_bindings
-from gpumem_lint.semantic.walk import Walker
+from gpumem_lint.semantic.walk import NodeIds
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -74,7 +74,7 @@ def skipped_on_reimport(module: cst.Module, imports: ImportTable, text: str) -> 
     if table.module not in text and "current_process" not in text:
         return set()
     values = _ChildValues(table, imports, module)
-    skipped = _AllNodes()
+    skipped = NodeIds()
 
     def scan(statements) -> None:
         for statement in statements:
@@ -218,12 +218,3 @@ class _ChildValues:
 
 def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
-
-
-class _AllNodes(Walker):
-    def __init__(self) -> None:
-        self.ids: set[int] = set()
-
-    def walk(self, node: cst.CSTNode) -> None:
-        self.ids.add(id(node))
-        super().walk(node)

@@ -139,3 +139,14 @@ def _handlers(walker: type, kind: type) -> tuple:
             getattr(walker, f"leave_{name}", None),
         )
     return found
+
+
+class NodeIds(Walker):
+    """The ids of every node walked (`walk` it over each tree whose nodes are wanted)."""
+
+    def __init__(self) -> None:
+        self.ids: set[int] = set()
+
+    def walk(self, node: cst.CSTNode) -> None:
+        self.ids.add(id(node))
+        super().walk(node)
