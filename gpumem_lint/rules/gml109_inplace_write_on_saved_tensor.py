@@ -91,6 +91,25 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # `mask.squeeze` raises on None: every path that reaches the write took `alphas * mask`
+        """
+import torch
+
+
+class Predictor(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = torch.nn.Linear(dim, 1)
+
+    def forward(self, hidden, mask=None, target_length=None):
+        alphas = torch.relu(self.proj(hidden) - 0.1)
+        if mask is not None:
+            alphas = alphas * mask
+        mask = mask.squeeze(-1)  # raises on None: every path here took the branch
+        if target_length is not None:
+            alphas *= (target_length / alphas.sum(-1))[:, None]
+        return alphas, mask
+""",
         # `self.squeeze` is a convolution named like a Tensor method: the in-place ReLU writes its output
         """
 import torch
@@ -343,6 +362,46 @@ for states in [torch.randn(8, 4) for _ in range(3)]:
 """,
     )
     INVALID = (
+        # the None path goes on, holding relu's output, which the write overwrites
+        Invalid(
+            """
+import torch
+
+
+class Predictor(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = torch.nn.Linear(dim, 1)
+
+    def forward(self, hidden, mask=None, target_length=None):
+        alphas = torch.relu(self.proj(hidden) - 0.1)
+        if mask is not None:
+            alphas = alphas * mask
+        mask = mask.squeeze(-1) if mask is not None else None  # the unmasked path goes on
+        if target_length is not None:
+            alphas *= (target_length / alphas.sum(-1))[:, None]
+        return alphas, mask
+""",
+            (16,),
+            fixed="""
+import torch
+
+
+class Predictor(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = torch.nn.Linear(dim, 1)
+
+    def forward(self, hidden, mask=None, target_length=None):
+        alphas = torch.relu(self.proj(hidden) - 0.1)
+        if mask is not None:
+            alphas = alphas * mask
+        mask = mask.squeeze(-1) if mask is not None else None  # the unmasked path goes on
+        if target_length is not None:
+            alphas = alphas * (target_length / alphas.sum(-1))[:, None]
+        return alphas, mask
+""",
+        ),
         # the generator's loss, scored by D before D's step, backpropagates through D's old weights
         Invalid(
             """

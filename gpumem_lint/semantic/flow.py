@@ -251,12 +251,21 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
 
     def _block(self, body, state: State) -> State:
         asserted = len(self._containers)  # `assert isinstance(x, list)` narrows to the block's end
-        for statement in body:
+        for position, statement in enumerate(body):
             if not state.reachable:
                 break
+            if type(statement) is cst.If and _none_paths_end(statement, body[position + 1 :]):
+                state = self._taken(statement, state)
+                continue
             state = self._statement(statement, state)
         del self._containers[asserted:]
         return state
+
+    def _taken(self, node: cst.If, state: State) -> State:
+        """`if mask is not None:` whose skipping path dies at the next use of `mask` (`mask.squeeze(-1)`
+        raises on None): every path that goes on took the branch."""
+        self._eval(node.test, state)
+        return self._block(node.body.body, self._narrowed(node.test, state, True))
 
     def _statement(self, node: cst.CSTNode, state: State) -> State:
         if isinstance(node, cst.SimpleStatementLine):
@@ -1338,6 +1347,69 @@ def _kept_stale(end: State, writes: list[Write]) -> tuple[tuple[str, Handle, Wri
             if writes and handle.kind is AliasKind.STATE_DICT and handle.node is not None:
                 kept.append((place, handle, min(writes, key=lambda write: order.get(id(write), len(order)))))
     return tuple(kept)
+
+
+def _none_paths_end(node: cst.If, rest: Sequence[cst.CSTNode]) -> bool:
+    """`if x is not None:` without `else`, after which the first statement naming `x` reads one of
+    its attributes first (`x = x.squeeze(-1)`): on None that raises, so no path skips the branch."""
+    check = _none_check(node.test)
+    if node.orelse is not None or check is None or check[1] or "." in check[0]:
+        return False
+    name = check[0]
+    for statement in rest:
+        if type(statement) is not cst.SimpleStatementLine:
+            return False  # a loop or a branch may not run what it holds
+        first = _FirstUse(name)
+        first.walk(statement)
+        if first.found is not None:
+            return first.found
+    return False
+
+
+class _FirstUse(Walker):
+    """Whether the first use of `name` in a statement, in evaluation order, reads an attribute of it
+    unconditionally (`name.attr`, not under `and`/`or`, `if`-expressions, lambdas or comprehensions)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found: bool | None = None
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        self.walk(node.value)  # the value runs before the targets are bound
+        for target in node.targets:
+            self.walk(target.target)
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        if self.found is None and type(node.value) is cst.Name and node.value.value == self.name:
+            self.found = True
+        return self.found is None
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if self.found is None and node.value == self.name:
+            self.found = False
+
+    def _conditional(self, node: cst.CSTNode) -> bool:
+        if self.found is None and _mentions(node, self.name):
+            self.found = False
+        return False
+
+    visit_BooleanOperation = visit_IfExp = visit_Lambda = _conditional
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _conditional
+
+
+def _mentions(node: cst.CSTNode, name: str) -> bool:
+    names = _Names()
+    names.walk(node)
+    return name in names.found
+
+
+class _Names(Walker):
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.add(node.value)
 
 
 def _identity_test(node: cst.Comparison) -> bool:
