@@ -101,11 +101,13 @@ class Predictor(torch.nn.Module):
         super().__init__()
         self.proj = torch.nn.Linear(dim, 1)
 
-    def forward(self, hidden, mask=None, target_length=None):
+    def forward(self, hidden, mask=None, chunk=None, target_length=None):
         alphas = torch.relu(self.proj(hidden) - 0.1)
         if mask is not None:
             alphas = alphas * mask
-        mask = mask.squeeze(-1)  # raises on None: every path here took the branch
+        if chunk is not None:
+            alphas = alphas * chunk
+        mask = mask.squeeze(-1)  # raises on None: every path here took the first branch
         if target_length is not None:
             alphas *= (target_length / alphas.sum(-1))[:, None]
         return alphas, mask

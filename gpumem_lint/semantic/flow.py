@@ -1358,7 +1358,11 @@ def _none_paths_end(node: cst.If, rest: Sequence[cst.CSTNode]) -> bool:
     name = check[0]
     for statement in rest:
         if type(statement) is not cst.SimpleStatementLine:
-            return False  # a loop or a branch may not run what it holds
+            names = _Names()
+            names.walk(statement)
+            if name in names.found or names.leaves:
+                return False  # a loop or a branch may not run what it holds, nor go on after it
+            continue
         first = _FirstUse(name)
         first.walk(statement)
         if first.found is not None:
@@ -1405,11 +1409,19 @@ def _mentions(node: cst.CSTNode, name: str) -> bool:
 
 
 class _Names(Walker):
+    """The names a statement mentions, and whether it can leave the block (`return`, `raise`, ...)."""
+
     def __init__(self) -> None:
         self.found: set[str] = set()
+        self.leaves = False
 
     def visit_Name(self, node: cst.Name) -> None:
         self.found.add(node.value)
+
+    def _leave(self, node: cst.CSTNode) -> None:
+        self.leaves = True
+
+    visit_Return = visit_Raise = visit_Break = visit_Continue = visit_Yield = _leave
 
 
 def _identity_test(node: cst.Comparison) -> bool:
