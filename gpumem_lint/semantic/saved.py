@@ -259,7 +259,7 @@ class SavedSemantics:
         Memory this very statement allocated (`x.var(d).add_(eps)` in a loop's next pass) is
         not what an earlier pass kept: only this statement's own ops count then. An optimizer step
         (a write of whole modules: training calls and loads are not checked) and a write after
-        `backward(retain_graph=True)` wait for a later backward of a tensor alive at the write."""
+        `backward(retain_graph=True)` wait for a later backward of a loss bound before the write."""
         if not state.saved or write.writer.kind is AliasKind.DATA or write.rebinds:
             return
         if write.module and write.op != "step()":
