@@ -357,11 +357,11 @@ def _kept_on_the_object(ctx: FileContext, reported: set[int]) -> Iterator[Report
             if snapshot in facts.written_handles or id(snapshot.node) in reported:
                 continue  # loaded into (a handle on the module, not a snapshot), or read stale in the method
             readers = [
-                (other, other.attribute_reads[place])
+                (other, other.first_reads[place])
                 for other in methods
                 if other is not facts
                 and other.scope.class_name == facts.scope.class_name
-                and place in other.attribute_reads
+                and place in other.first_reads
             ]
             if not readers:
                 continue

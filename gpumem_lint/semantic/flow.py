@@ -28,6 +28,7 @@ from gpumem_lint.semantic.grad import GradSemantics, output_grad
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import gives_scalar, index_names, integer_count
 from gpumem_lint.semantic.literals import is_constant, is_literal
+from gpumem_lint.semantic.name_values import value_bindings
 from gpumem_lint.semantic.overlap import Overlap, OverlapSemantics
 from gpumem_lint.semantic.processes import ProcessFacts, ProcessSemantics
 from gpumem_lint.semantic.releases import ReleaseSemantics, Retained
@@ -98,7 +99,7 @@ class ScopeFacts:
     #: `self.best = model.state_dict()` in a loop that steps the optimizer: what the object keeps, stale
     #: when the method returns, as (attribute place, the aliasing handle, a write that changed it).
     kept_stale: tuple[tuple[str, Handle, Write], ...] = ()
-    attribute_reads: dict[str, cst.CSTNode] = field(default_factory=dict)  # `self.<attr>` place -> first read
+    first_reads: dict[str, cst.CSTNode] = field(default_factory=dict)  # place -> where its values were first read
     returns_value: bool = False  # some `return` gives a value other than a constant (`None`, `False`, `0`)
     returns: Returns | None = None  # what every `return` gives back, for its callers (summaries.py)
     returns_grad: Grad = Grad.UNKNOWN  # the most any returned tensor requires (NO: only indices, masks)
@@ -235,7 +236,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             returned=frozenset(self._returned),
             dropped=frozenset(self._dropped),
             kept_stale=_kept_stale(end, writes) if self.scope.is_method else (),
-            attribute_reads={place: node for place, node in self._first_reads.items() if place.startswith("self.")},
+            first_reads=self._first_reads,
             filled_params=frozenset(self._filled_params | self._written_unread(writes)),
             returns_value=bool(self._return_values),
             returns=summarise(self._return_values, self.scope.all_params) if self.scope.is_function else None,
@@ -880,7 +881,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
 
     def _list_valued(self, name: str) -> bool:
         if self._lists is None:
-            self._lists = _list_names(self.scope.body, self.scope.all_params)
+            self._lists = _list_names(self.scope.node)
         return name in self._lists
 
     def _comprehension(self, node, state: State) -> Value:
@@ -1474,97 +1475,14 @@ def _rebound_argument(node: cst.Assign) -> str | None:
     return name if given else None
 
 
-def _list_names(body: Sequence[cst.CSTNode], params: tuple[str, ...]) -> frozenset[str]:
-    """Names the function binds only to lists (`[]`, `[a, b]`, a list comprehension), never otherwise:
-    a tensor indexed by one is indexed by a sequence of ints, advanced indexing, a copy."""
-    bindings = _Bindings()
-    for statement in body:
-        bindings.walk(statement)
-    return frozenset(name for name in bindings.lists - bindings.others if name not in params)
-
-
-class _Bindings(Walker):
-    """Which names a function body binds to list displays or comprehensions, and which to anything else."""
-
-    def __init__(self) -> None:
-        self.lists: set[str] = set()
-        self.others: set[str] = set()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.others.add(node.name.value)
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.others.add(node.name.value)
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        listed = type(node.value) is cst.List or type(node.value) is cst.ListComp
-        for target in node.targets:
-            if type(target.target) is cst.Name:
-                (self.lists if listed else self.others).add(target.target.value)
-            else:
-                self._other_targets(target.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._other_targets(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if not (type(node.value) is cst.List or type(node.value) is cst.ListComp):
-            self._other_targets(node.target)  # `idx += [i]` keeps a list a list
-
-    def visit_For(self, node: cst.For) -> None:
-        self._other_targets(node.target)
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._other_targets(node.target)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._other_targets(node.asname.name)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._other_targets(node.target)
-
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        if node.name is not None:
-            self._other_targets(node.name.name)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self.others.update(item.name.value for item in node.names)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self.others.update(item.name.value for item in node.names)
-
-    def visit_Import(self, node: cst.Import) -> None:
-        self.others.update(_imported_names(node))
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self.others.update(_imported_names(node))
-
-    def _other_targets(self, target: cst.BaseExpression) -> None:
-        if type(target) is cst.Name:
-            self.others.add(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._other_targets(element.value)
-        elif type(target) is cst.StarredElement:
-            self._other_targets(target.value)
-
-
-def _imported_names(node: cst.Import | cst.ImportFrom) -> set[str]:
-    if isinstance(node.names, cst.ImportStar):
-        return set()
-    names = set()
-    for alias in node.names:
-        if alias.asname is not None and type(alias.asname.name) is cst.Name:
-            names.add(alias.asname.name.value)
-        else:
-            names.add((dotted_name(alias.name) or "").split(".", 1)[0])
-    return names
+def _list_names(scope: cst.Module | cst.FunctionDef) -> frozenset[str]:
+    """Names the scope binds only to lists (`[]`, `[a, b]`, a list comprehension), never otherwise: a
+    tensor indexed by one is indexed by a sequence of ints, advanced indexing, a copy."""
+    return frozenset(
+        name
+        for name, values in value_bindings(scope).items()
+        if all(type(value) is cst.List or type(value) is cst.ListComp for value in values)
+    )
 
 
 def _iterated_mapping(iterable: cst.BaseExpression) -> list[str]:

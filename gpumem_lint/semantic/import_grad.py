@@ -24,16 +24,24 @@ def grad_disabled_by_package(path: Path, text: str, consulted: set[Path]) -> boo
     back on); `consulted` collects the `__init__.py` files read, which the answer depends on."""
     if _ENABLES.search(text):
         return False
-    directory = path.resolve().parent
-    while (directory / "__init__.py").is_file():
-        consulted.add(directory / "__init__.py")
-        if _disables_grad(directory / "__init__.py"):
-            return True
-        directory = directory.parent
-    return False
+    read, disabled = _packages(path.resolve().parent)
+    consulted.update(read)
+    return disabled
 
 
 @lru_cache(maxsize=512)
+def _packages(directory: Path) -> tuple[tuple[Path, ...], bool]:
+    """The `__init__.py` files from `directory` up to the first that disables grad (or the last
+    package), and whether one does: asked once per directory, not once per file."""
+    init = directory / "__init__.py"
+    if not init.is_file():
+        return (), False
+    if _disables_grad(init):
+        return (init,), True
+    above, disabled = _packages(directory.parent) if directory.parent != directory else ((), False)
+    return (init, *above), disabled
+
+
 def _disables_grad(init: Path) -> bool:
     try:
         tree = ast.parse(init.read_bytes())

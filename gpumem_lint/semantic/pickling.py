@@ -90,10 +90,10 @@ class _Holdings:
             return self._first(scope, depth, (e.value for e in value.elements))
         if isinstance(value, cst.Call):
             name = dotted_name(value.func)
-            if name in self.functions and name not in self.classes:
+            if name in self.functions:
                 function = self.functions[name]
                 return self._first(function, depth - 1, _returned(function), index)
-            if name is not None and _names_class(name.rsplit(".", 1)[-1]):
+            if name in self.classes or name is not None and _names_class(name.rsplit(".", 1)[-1]):
                 return self._first(scope, depth - 1, (arg.value for arg in value.args))
         return None
 
@@ -123,7 +123,8 @@ class _Holdings:
 
 
 def _names_class(name: str) -> bool:
-    """`Compose`, `Transformer`: CapWords, PEP 8's spelling of a class."""
+    """`Compose`, `transforms.Lambda`: CapWords, PEP 8's spelling of a class, for a callable of another
+    module (one of this module is known by its `class` statement)."""
     return name[:1].isupper()
 
 
