@@ -1,8 +1,9 @@
 """F33 against the installed torch (CPU): a numpy array made by `t.numpy()` before `t` is sent to
 another process is left behind when pickling moves `t` into shared memory; one made after follows
-it. Each program is run in a fresh interpreter and reports whether the array still points at the
-tensor's memory and whether the receiver sees a write through the tensor; GML201 must call the
-array's write a write to freed memory exactly when the array was left behind. The programs never
+it, and so does one made from a tensor already shared; a forked child's argument is not pickled. Each
+program is run in a fresh interpreter and reports whether the array still points at the tensor's memory
+and whether it sees a write through the tensor; GML214 must report the array's use exactly when the array
+was left behind, and GML201 otherwise (the write reaches the receiver). The programs never
 write through a left-behind array: that writes freed memory (once it aborted the interpreter with
 `malloc(): unaligned tcache chunk detected`)."""
 
@@ -72,6 +73,42 @@ _PROGRAMS = {
         """,
         True,
     ),
+    "array_made_before_a_fork_process": (
+        """
+        import torch
+        import torch.multiprocessing as mp
+
+        def child(tensor, received):
+            received.put(tensor.sum().item())
+
+        if __name__ == "__main__":
+            tensor = torch.zeros(4)
+            array = tensor.numpy()
+            ctx = mp.get_context("fork")
+            received = ctx.Queue()
+            process = ctx.Process(target=child, args=(tensor, received))
+            process.start()
+            # write
+            received.get(timeout=60)
+        """,
+        False,
+    ),
+    "array_made_between_two_sends": (
+        """
+        import torch
+        import torch.multiprocessing as mp
+
+        if __name__ == "__main__":
+            tensor = torch.zeros(4)
+            sender, receiver = mp.Pipe()
+            sender.send(tensor)
+            array = tensor.numpy()
+            sender.send(tensor)
+            # write
+            received = receiver.recv()
+        """,
+        False,
+    ),
     "array_sent_itself": (
         """
         import torch
@@ -103,23 +140,51 @@ _REPORT = """
 """
 
 
-def _run(program: str, tmp_path) -> dict:
+def _run(program: str, tmp_path, report: str = _REPORT) -> dict:
     script = tmp_path / "program.py"
-    script.write_text(program + _REPORT)
+    script.write_text(program + report)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.splitlines()[-1])
 
 
 @pytest.mark.parametrize(("program", "left_behind"), list(_PROGRAMS.values()), ids=list(_PROGRAMS))
-def test_the_write_is_called_a_write_to_freed_memory_exactly_when_the_array_was_left_behind(
-    program, left_behind, tmp_path
-):
+def test_a_use_of_the_array_is_reported_exactly_when_the_array_was_left_behind(program, left_behind, tmp_path):
     program = textwrap.dedent(program)
     measured = _run(program, tmp_path)
-    # Sending the tensor moves it into shared memory (F12); an array is pickled by value.
-    assert measured["shared"] is ("send(array)" not in program)
+    # Sending the tensor moves it into shared memory (F12); an array is pickled by value; a fork child's
+    # argument is inherited, not pickled.
+    assert measured["shared"] is not ("send(array)" in program or '"fork"' in program)
     assert measured["follows"] is measured["sees_write"] is (not left_behind)
-    findings = lint_source(program.replace(_WRITE, "array[0] = 1.0"), "program.py", [RULES_BY_CODE["GML201"]])
-    assert [d.code for d in findings] == ["GML201"], [d.message for d in findings]
-    assert ("freed memory" in findings[0].message) is left_behind, findings[0].message
+    written = program.replace(_WRITE, "array[0] = 1.0")
+    findings = lint_source(written, "program.py", [RULES_BY_CODE["GML201"], RULES_BY_CODE["GML214"]])
+    # Left behind, the write reaches no one (GML214); else it reaches the receiver's shared memory (GML201),
+    # except in a forked child's copy-on-write copy.
+    expected = ["GML214"] if left_behind else [] if '"fork"' in program else ["GML201"]
+    assert [d.code for d in findings] == expected, [d.message for d in findings]
+
+
+def test_an_array_a_sent_tensor_was_made_from_keeps_its_own_memory(tmp_path):
+    """F48: `torch.from_numpy(a)` sent moves the tensor too, but `a` owns its memory: it keeps its values
+    (no garbage) and only stops sharing writes with the tensor. A read of it is not reported."""
+    program = textwrap.dedent(
+        """
+        import numpy as np
+        import torch
+        import torch.multiprocessing as mp
+
+        if __name__ == "__main__":
+            array = np.full(4, 3.0, dtype=np.float32)
+            tensor = torch.from_numpy(array)
+            sender, receiver = mp.Pipe()
+            sender.send(tensor)
+            received = receiver.recv()
+            keeps = [torch.ones(4) for _ in range(100)]
+            print(array.sum())
+        """
+    )
+    report = _REPORT.replace('"shared"', '"owns": bool(array.flags.owndata), "values": array.tolist(), "shared"')
+    measured = _run(program, tmp_path, report)
+    assert measured["shared"] and not measured["follows"] and not measured["sees_write"]
+    assert measured["owns"] and measured["values"] == [3.0] * 4
+    assert not lint_source(program, "program.py", [RULES_BY_CODE["GML214"]])

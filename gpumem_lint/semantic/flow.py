@@ -588,6 +588,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         for handle in handles & self._born:
             state.stale.pop(handle, None)
             state.hidden.pop(handle, None)
+            self._bound_again(handle)
             if state.saved and handle.kind is AliasKind.OWN and handle.storage.origin == "fresh":
                 self._forget_savings(handle.storage, state)
 
@@ -794,6 +795,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
 
     def _record_reads(self, place: str, node: cst.CSTNode, state: State) -> None:
         self._first_reads.setdefault(place, node)
+        if self._left_behind:
+            self._note_left_behind_use(place, node, state)
         if not state.stale:
             return  # no write yet that a read could see
         for prefix in place_prefixes(place):

@@ -158,6 +158,20 @@ class ProcessFacts:
     #: Calls that take what another process sent (`inbox.get()`, `conn.recv()`) -> the channel, named
     #: as in `Crossing.channel`. What they return is the handle made at the call (its `node`).
     receives: dict[cst.Call, cst.CSTNode | str] = field(default_factory=dict)
+    #: Uses (reads, writes) of a numpy array made from a tensor (`t.numpy()`) before a crossing sent the
+    #: tensor: pickling moved the tensor into shared memory and left the array on the freed memory (F33).
+    left_behind_uses: list[LeftBehindUse] = field(default_factory=list)
+
+    def left_behind(self, handle: Handle, crossing: Crossing) -> bool:
+        """Whether `crossing` left behind the array `handle` is a name of."""
+        return any(use.array is handle and use.crossing is crossing for use in self.left_behind_uses)
+
+
+@dataclass(frozen=True, eq=False)
+class LeftBehindUse:
+    node: cst.CSTNode  # where the array is named
+    array: Handle  # made by the bridge (`node` of the handle: `t.numpy()`)
+    crossing: Crossing  # the send that moved the tensor
 
 
 class ProcessSemantics:
@@ -168,6 +182,10 @@ class ProcessSemantics:
         self._open: list[Crossing] = []
         self._by_node: dict[int, Crossing] = {}  # loops evaluate a call more than once
         self._attribute_objects: dict[int, ProcessObject] = {}  # by id of the call another method made them with
+        #: Arrays made from a tensor before a crossing sent it -> that crossing, until bound again.
+        self._left_behind: dict[Handle, Crossing] = {}
+        self._moved: set[Storage] = set()  # sent once already: sending again moves nothing
+        self._left_behind_uses: dict[tuple[int, int], LeftBehindUse] = {}
         #: Parameters known to receive a queue or pipe end (set by the module-level model).
         self.channel_parameters: frozenset[str] = frozenset()
 
@@ -246,9 +264,20 @@ class ProcessSemantics:
             return  # an ndarray argument is pickled by value when the process starts
         self._crossed.setdefault((id(write), id(crossing)), (write, crossing))
 
+    def _note_left_behind_use(self, place: str, node: cst.CSTNode, state: State) -> None:
+        for handle in state.env.get(place, ()):
+            crossing = self._left_behind.get(handle)
+            if crossing is not None:
+                self._left_behind_uses.setdefault((id(node), id(handle)), LeftBehindUse(node, handle, crossing))
+
+    def _bound_again(self, handle: Handle) -> None:
+        """A bridge run again (a loop's next pass) makes an array of the tensor's memory as it is now."""
+        self._left_behind.pop(handle, None)
+
     def _processes_result(self) -> ProcessFacts:
         facts = self.process_facts
         facts.crossed_writes = list(self._crossed.values())
+        facts.left_behind_uses = list(self._left_behind_uses.values())
         return facts
 
     # ---------------------------------------------------------------- objects
@@ -319,6 +348,7 @@ class ProcessSemantics:
             )
         )
         if sync:
+            self._leave_arrays_behind(crossing, state)
             return EMPTY
         self._open_crossing(crossing, state)
         return self._object(node, ProcessObject("processes", start_method))
@@ -354,7 +384,9 @@ class ProcessSemantics:
                 node, kind, owner.start_method, sent, target, arguments, sync=sync, several=True, launcher=owner.node
             )
         )
-        if not sync:
+        if sync:
+            self._leave_arrays_behind(crossing, state)
+        else:
             self._open_crossing(crossing, state)
         return Value(frozenset({self._fresh(node, "", EMPTY)}))
 
@@ -391,6 +423,23 @@ class ProcessSemantics:
         if handles:
             state.held[_place(crossing)] = handles
             self._open.append(crossing)
+        self._leave_arrays_behind(crossing, state)
+
+    def _leave_arrays_behind(self, crossing: Crossing, state: State) -> None:
+        """The arrays made by `t.numpy()` / `np.asarray(t)` from a tensor this crossing sends, if the tensor
+        is moved into shared memory by this send (F33). An array sent itself is pickled by value and moves
+        nothing; `torch.from_numpy(a)` sent leaves `a` on its own memory, which stays valid."""
+        moved = {
+            h.storage
+            for h in crossing.sent.handles
+            if h.role is None and not _array_only(h) and h.storage not in self._moved
+        }
+        if not moved:
+            return
+        self._moved |= moved
+        for handle in state.live_handles():
+            if handle.kind is AliasKind.NUMPY and _array_only(handle) and any(handle.storage.related(s) for s in moved):
+                self._left_behind.setdefault(handle, crossing)
 
     def _sent(self, handle: Handle, crossing: Crossing) -> Handle:
         sent = self._held_copy(("sent", id(crossing.node), id(handle)), handle, crossing.node)
@@ -457,6 +506,11 @@ class ProcessSemantics:
                 if arg.keyword is not None
             )
         return ()
+
+
+def _array_only(handle: Handle) -> bool:
+    """A numpy array, not a tensor made from one (`torch.from_numpy(a)` is both)."""
+    return handle.ndarray and not handle.tensor
 
 
 def _place(crossing: Crossing) -> str:
