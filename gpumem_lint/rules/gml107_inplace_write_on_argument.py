@@ -30,9 +30,12 @@ class InplaceWriteOnArgument(Rule):
     writes its argument and returns nothing (`check_audio(clip)`), or only a constant
     (`return False`, a status flag), is an in-place procedure: its callers read the argument
     for its result. So is one that returns the argument it wrote, where the caller drops the
-    result (`paste(frame, face)` alone on its line): the call is made for its write. A `forward` that only applies an in-place layer to its input
-    (`return self.act(x)`) is an activation layer itself, and
-    is reported only where it reads its input again, as `nn.ReLU(inplace=True)` is.
+    result (`paste(frame, face)` alone on its line): the call is made for its write. A `forward`
+    whose write is its result is an in-place layer itself, as `nn.ReLU(inplace=True)` is: one that
+    applies an in-place layer to its input (`return self.act(x)`), returns the tensor it wrote
+    (`hidden += residual; return norm(hidden), hidden`, a fused add-norm) or returns nothing (a
+    rotary embedding rotating `query` in place). It is reported only where it reads its input again
+    through another name, or where a caller in the module reads the tensor again after the call.
 
     ## Why is this bad?
     The caller still holds the tensor. A residual connection (`block(x) + x`), a logged
@@ -111,6 +114,54 @@ class Activation(nn.Module):
 
     def forward(self, x):
         return self.func(x)
+""",
+        """
+import torch
+import torch.nn as nn
+
+class AddNorm(nn.Module):
+    def forward(self, hidden, residual=None):
+        if residual is not None:
+            hidden += residual
+        residual = hidden
+        variance = hidden.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        return self.weight * hidden * torch.rsqrt(variance + 1e-6), residual
+
+class DecoderLayer(nn.Module):
+    def forward(self, hidden, residual):
+        normed, residual = self.input_norm(hidden, residual)
+        return self.mlp(normed), residual
+""",
+        """
+import torch
+
+def mask_scores(scores, mask):
+    scores.masked_fill_(mask, -10000.0)
+    return scores
+
+def masked_softmax(scores, mask=None):
+    scaled = mask_scores(scores, mask) if mask is not None else scores * 0.125
+    return torch.softmax(scaled, dim=-1)
+""",
+        """
+import torch.nn as nn
+
+class LoRAAdapter(nn.Module):
+    def forward(self, x, base_output):
+        columns = base_output.narrow(-1, self.start, self.width)
+        columns.add_(self.up(self.down(x)) * self.scaling)
+        return base_output
+""",
+        """
+import torch
+import torch.nn as nn
+
+class RotaryEmbedding(nn.Module):
+    def forward(self, query, key, cos, sin):
+        rotated_query = torch.cat((-query[..., 1::2], query[..., ::2]), dim=-1)
+        rotated_key = torch.cat((-key[..., 1::2], key[..., ::2]), dim=-1)
+        query.mul_(cos).addcmul_(rotated_query, sin)
+        key.mul_(cos).addcmul_(rotated_key, sin)
 """,
         """
 import torch
@@ -439,6 +490,47 @@ def decode(layers, hidden):
 """,
     )
     INVALID = (
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class AddNorm(nn.Module):
+    def forward(self, hidden, residual=None):
+        if residual is not None:
+            hidden += residual
+        residual = hidden
+        variance = hidden.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        return self.weight * hidden * torch.rsqrt(variance + 1e-6), residual
+
+norm = AddNorm()
+
+def block(tokens, residual, embed, mlp):
+    embedded = embed(tokens)
+    normed, residual = norm(embedded, residual)
+    return mlp(normed) + embedded, residual
+""",
+            (8,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+class AddNorm(nn.Module):
+    def forward(self, hidden, residual=None):
+        if residual is not None:
+            hidden = hidden + residual
+        residual = hidden
+        variance = hidden.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        return self.weight * hidden * torch.rsqrt(variance + 1e-6), residual
+
+norm = AddNorm()
+
+def block(tokens, residual, embed, mlp):
+    embedded = embed(tokens)
+    normed, residual = norm(embedded, residual)
+    return mlp(normed) + embedded, residual
+""",
+        ),
         Invalid(
             """
 import torch
@@ -773,8 +865,8 @@ class Perceptual(nn.Module):
                 if scope.name == "forward" and scope.is_method:
                     if write.callee is not None:
                         continue  # `self.block(x)`: reported at the write, in `Block.forward`
-                    if write.op == "inplace module" and not _read_after(facts, write):
-                        continue  # an activation layer: like `nn.ReLU(inplace=True)`, its callers decide
+                    if _in_place_layer(facts, write) and (called_key(scope), name) not in confirmed:
+                        continue  # like `nn.ReLU(inplace=True)`, its callers decide
                     yield Report(
                         write.node,
                         f"{write_text(ctx, write)} writes the caller's tensor `{name}` in place: the caller sees the "
@@ -817,6 +909,17 @@ def _confirmed_calls(ctx: FileContext) -> dict[tuple[str, str], tuple[cst.CSTNod
                 if key not in confirmed or confirmed[key][2] and not dropped:
                     confirmed[key] = (write.node, read, dropped)
     return confirmed
+
+
+def _in_place_layer(facts: ScopeFacts, write: Write) -> bool:
+    """A `forward` whose write is its result: it applies an in-place layer to its input, returns the tensor it
+    wrote (`hidden += residual; return norm(hidden), hidden`) or returns nothing (a rotary embedding rotating
+    `query` in place). The caller is handed the new values; only a caller that reads its own tensor again is hurt."""
+    if write.op == "inplace module":
+        return not _read_after(facts, write)
+    if any(read.write is write and id(read.node) not in facts.handed_back for read in facts.reads):
+        return False  # it reads its input again through another name, expecting the values it had
+    return not facts.returns_value or write.storage in facts.returned
 
 
 def _read_after(facts: ScopeFacts, write: Write) -> bool:

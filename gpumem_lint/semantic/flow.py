@@ -95,6 +95,7 @@ class ScopeFacts:
     called_by_training: bool = False  # a caller that calls backward() passes it a tensor requiring grad
     returned: frozenset[Storage] = frozenset()  # the memory of what the function returns
     dropped: frozenset[int] = frozenset()  # ids of the calls made for their effect: `f(x)` alone, result unused
+    handed_back: frozenset[int] = frozenset()  # ids of names returned as they are (`return y, x`): no value read
     filled_params: frozenset[str] = frozenset()  # parameters overwritten whole before their values are read
     #: `self.best = model.state_dict()` in a loop that steps the optimizer: what the object keeps, stale
     #: when the method returns, as (attribute place, the aliasing handle, a write that changed it).
@@ -191,6 +192,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._parameter_reads: dict[str, cst.CSTNode] = {}  # where each parameter's own memory was first read
         self._item_depths: dict[Storage, int] = {}  # `d["a"]["b"]`: how many keyed items deep a storage is
         self._returned: set[Storage] = set()
+        self._handed_back: set[int] = set()
         self._dropped: set[int] = set()
         self._rebinding: dict[int, str] = {}  # id of a call -> the name its statement rebinds: `g = f(g)`
         self._return_values: list[Value] = []
@@ -235,6 +237,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             retained=list(self.retained.values()),
             returned=frozenset(self._returned),
             dropped=frozenset(self._dropped),
+            handed_back=frozenset(self._handed_back),
             kept_stale=_kept_stale(end, writes) if self.scope.is_method else (),
             first_reads=self._first_reads,
             filled_params=frozenset(self._filled_params | self._written_unread(writes)),
@@ -332,6 +335,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if node.value is not None and not is_literal(node.value):
                 value = self._eval(node.value, state)
                 self._returned.update(handle.storage for handle in value.handles)
+                items = [e.value for e in node.value.elements] if isinstance(node.value, cst.Tuple) else [node.value]
+                self._handed_back.update(id(item) for item in items if isinstance(item, cst.Name))
                 self._return_values.append(value)
             return UNREACHABLE
         elif isinstance(node, cst.Raise):
@@ -719,8 +724,10 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return self._comprehension(node, state)
         if kind is cst.IfExp:
             self._eval(node.test, state)
+            skipped = state.copy()  # the arms are exclusive: `orelse` never sees what `body` wrote
             body = self._eval_narrowed(node.body, node.test, True, state)
-            orelse = self._eval_narrowed(node.orelse, node.test, False, state)
+            orelse = self._eval_narrowed(node.orelse, node.test, False, skipped)
+            state.absorb(skipped)
             return Value(
                 body.handles | orelse.handles,
                 body.tensor or orelse.tensor,
@@ -1211,8 +1218,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         return state
 
     def _eval_narrowed(self, node: cst.BaseExpression, test: cst.BaseExpression, holds: bool, state: State) -> Value:
-        """One arm of `a if test else b`, evaluated in `state` itself (its writes count after the
-        expression) with the tested name narrowed while it runs."""
+        """One arm of `a if test else b`, evaluated in `state` (the arm's own path, joined with the other's
+        after the expression) with the tested name narrowed while it runs."""
         check = _none_check(test)
         if check is None or check[0] not in state.env:
             return self._eval(node, state)

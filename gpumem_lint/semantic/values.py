@@ -250,6 +250,11 @@ class State:
             moved=self.moved | other.moved,
         )
 
+    def absorb(self, other: State) -> None:
+        """Join `other` into this state in place: where paths that ran inside one expression meet
+        (the arms of `a if c else b`), the enclosing statement goes on with this same state."""
+        self.__dict__.update(self.join(other).__dict__)
+
     def same_as(self, other: State) -> bool:
         return (self.reachable, self.env, self.held, self.stale, self.hidden, self.retired, self.saved, self.moved) == (
             other.reachable,
