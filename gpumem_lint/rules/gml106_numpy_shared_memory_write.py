@@ -25,7 +25,9 @@ class NumpySharedMemoryWrite(Rule):
     common shape is one numpy buffer refilled in a loop while the tensors made from it
     are collected: every collected tensor ends up holding the last batch. Also flagged: a
     method (a Dataset's `__getitem__`) writing, through a bridge, an array the object keeps
-    (`torch.from_numpy(self.features[i]).sub_(mean)`): every later call reads the written values.
+    (`torch.from_numpy(self.features[i]).sub_(mean)`) and then reading or returning what it wrote:
+    every later call reads the written values. A method that uses none of it afterwards
+    (`self.slots.numpy()[a:b] = ids`) writes the object's state on purpose.
 
     ## Why is this bad?
     A CPU tensor and its numpy array share memory, and the tensor's version counter
@@ -104,6 +106,19 @@ def to_inputs(record):
     tokens[0] = 31
     counts = [int(row.sum()) for row in record.mask]
     return tokens, counts
+""",
+        # the method writes its free list through the bridge and reads none of it after: the write is its job
+        """
+import torch
+
+class FreeList:
+    def __init__(self, size: int):
+        self.slots = torch.arange(size, dtype=torch.int32)
+        self.top = size
+
+    def release(self, ids: list):
+        self.slots.numpy()[self.top - len(ids):self.top] = ids
+        self.top -= len(ids)
 """,
     )
     INVALID = (
@@ -261,9 +276,13 @@ def _object_state_writes(facts: ScopeFacts) -> Iterator[Write]:
     if not scope.is_method or scope.name == "__init__" or not scope.all_params:
         return
     kept = scope.all_params[0] + "."  # an attribute of the object the method is bound to
+    # A write the method neither reads again nor returns changes nothing but the object's state: that
+    # is what it is for (`self.free.numpy()[a:b] = ids`, a fast way to write the tensor itself).
+    read_again = {id(read.write) for read in facts.reads} | {id(write) for write in facts.own_reads}
     for write in facts.writes:
         if write.writer.kind is AliasKind.NUMPY and write.storage.label.startswith(kept) and not write.no_grad:
-            yield write
+            if id(write) in read_again or any(write.storage.related(storage) for storage in facts.returned):
+                yield write
 
 
 def _copy_at_bridge(ctx: FileContext, shared: Handle) -> Fix | None:
