@@ -42,7 +42,9 @@ class AliasReadAfterInplaceWrite(Rule):
     view on purpose (`row = x[0]; row.zero_()`) is not, and neither are two writes to
     different slices (`x[0]` and `x[1]`), nor the outputs of one `split`/`chunk` (disjoint
     parts: writing `q` does not change `v`), nor numpy's `a[i]` on a 1-D array, a scalar
-    copy (F23).
+    copy (F23). A view written back onto the slice it views (`row = a[:, i]`, masked in place,
+    then `a[:, i] = row`) copies memory onto itself and changes nothing; indexing by a tensor
+    (`x[ids]`, where `ids = batch["ids"].view(-1)`) is advanced indexing, a copy.
 
     ## Known problems
     numpy's `a[i]` is known to be a scalar only where the array's constructor shows its
@@ -254,6 +256,30 @@ def flip_pairs(keypoints: torch.Tensor, pairs):
     for a, b in pairs:
         keypoints[:, a], keypoints[:, b] = keypoints[:, b], keypoints[:, a].clone()
     return keypoints
+""",
+        """
+import torch
+
+def constrain(logits, masks, apply_mask):
+    scores = logits.clone().view(2, 3, -1)
+    for pos in range(3):
+        row = scores[:, pos, :]
+        apply_mask(row, masks[pos])
+        scores[:, pos, :] = row
+        print(row.argmax(dim=-1))
+    return scores
+""",
+        """
+import torch
+
+class InferenceWorker:
+    def step(self, batch_obs):
+        batch = batch_obs(self.requests, device=self.device)
+        environment_ids = batch["environment_ids"].view(-1)
+        hidden = self.rollouts.hidden_states[environment_ids]
+        new_hidden = self.policy(batch["observations"], hidden)
+        self.rollouts.hidden_states.index_copy_(0, environment_ids, new_hidden)
+        return hidden.norm()
 """,
     )
     INVALID = (

@@ -622,6 +622,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if place is not None:
                 self._record_reads(place, target.value, state)
             partial, index = self._index_extent(target)
+            if not advanced and _views_of(value, container, index):
+                return  # `row = a[:, i]`, masked in place, then `a[:, i] = row`: the memory copied onto itself
             self._write(
                 container, target, "[] =", state, partial=partial, index=index, certain=False, advanced=advanced
             )
@@ -1086,7 +1088,10 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if source.role is not None:
                 continue
             if kind in _PASS_THROUGH and self._is_temporary(source):
-                handles.add(source)  # `torch.clone(g).detach()`: nothing else holds the memory
+                # `torch.clone(g).detach()`: nothing else holds the memory. `batch["ids"].view(-1)`:
+                # a tensor method's receiver is a tensor, which indexes by advanced indexing.
+                source.tensor = source.tensor or bool(tensor)
+                handles.add(source)
                 continue
             inherited = kind
             if (
@@ -1541,6 +1546,14 @@ def _literal_key(node: cst.Subscript) -> str | None:
         return None
     key = node.slice[0].slice.value
     return key.value if isinstance(key, (cst.SimpleString, cst.Integer)) else None
+
+
+def _views_of(value: Value, container: Value, index: str | None) -> bool:
+    """Every handle of `value` is a view of `container` made by the same index text (`a[:, i]`)."""
+    storages = {handle.storage for handle in container.handles}
+    return bool(value.handles) and all(
+        h.kind is AliasKind.VIEW and h.index == index and h.storage in storages for h in value.handles
+    )
 
 
 def _keyed_by_string(node: cst.Subscript) -> bool:
