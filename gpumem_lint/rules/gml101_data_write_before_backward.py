@@ -128,6 +128,18 @@ def bias_grad_with_zero_weight():
     lin(x).sum().backward()
     return lin.bias.grad
 """,
+        # `p.grad is not None` tests the binding, so no forward computed with the gradient buffer being zeroed
+        """
+import torch
+from torch import nn
+
+model = nn.Linear(3, 1)
+loss = model(torch.ones(2, 3)).sum()
+for p in model.parameters():
+    if p.grad is not None:
+        p.grad.data.zero_()
+loss.backward()
+""",
     )
     INVALID = (
         Invalid(

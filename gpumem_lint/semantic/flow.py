@@ -694,13 +694,14 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return self._subscript(node, state)
         if kind in _OPERATIONS:
             kept_before = len(self._kept)
-            # `x is None` tests the binding, not the memory: no read of x's values
-            values_read = record and not (kind is cst.Comparison and _identity_test(node))
-            operands = [self._eval(child, state, values_read) for child in _operands(node)]
+            # `x is None` tests the binding, not the memory: no read of x's values, nothing autograd records
+            identity = kind is cst.Comparison and _identity_test(node)
+            operands = [self._eval(child, state, record and not identity) for child in _operands(node)]
             tensor = False
             for operand in operands:
                 tensor |= operand.tensor
-                self._in_graph(operand)
+                if not identity:
+                    self._in_graph(operand)
             result = self._fresh(node, "", EMPTY, tensor=tensor)
             self._operation_grad(result, operands)
             if kind is cst.Comparison:  # `x > 0`: a boolean tensor never requires grad (F26)
