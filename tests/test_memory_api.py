@@ -75,3 +75,23 @@ def test_deprecated_private_function_warned_on_the_gpu_machine(name: str):
     record = ACCELERATOR["allocator_settings"][name]
     assert record["accepted"] and any(w.startswith("FutureWarning") for w in record["warnings"]), record
     assert ACCELERATOR["allocator_settings"][API.deprecated_private[name]]["exists"]
+
+
+HOST = json.loads((ROOT / "bench" / "gpu" / "host_memory_probe.json").read_text(encoding="utf-8"))
+
+
+def test_f49_host_memory_was_measured_outside_the_cuda_allocator():
+    """GML407 ignores a deleted name whose memory is on the host: nothing of it is the cache's."""
+    assert HOST["load_map_location_cpu"]["device"] == "cpu" and HOST["load_map_location_cpu"]["cuda_memory_unchanged"]
+    assert HOST["cpu_copy"]["device"] == "cpu" and HOST["cpu_copy"]["cuda_memory_unchanged"]
+    assert HOST["del_cuda_tensor_with_host_copy_kept"]["block_returned"]
+
+
+def test_f49_the_host_calls_give_cpu_tensors_on_the_installed_torch(tmp_path):
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "t.pt"
+    torch.save({"w": torch.ones(3)}, path)
+    loaded = torch.load(path, map_location=next(iter(API.host_locations)))
+    assert API.host_load_functions == {"torch.load"} and loaded["w"].device.type == "cpu"
+    for method in API.host_methods:
+        assert getattr(torch.ones(3), method)().device.type == "cpu"

@@ -29,6 +29,9 @@ class MemoryApi:
     private_names_version: str
     empty_cache_functions: frozenset[str]
     step_methods: frozenset[str]
+    host_methods: frozenset[str]  # `x.cpu()`: a result in host memory
+    host_load_functions: frozenset[str]  # `torch.load(f, map_location="cpu")`: host memory at these locations
+    host_locations: frozenset[str]
 
 
 @cache
@@ -48,4 +51,7 @@ def memory_api() -> MemoryApi:
         private_names_version=declared["torch_version"],
         empty_cache_functions=frozenset(data["empty_cache"]["functions"]),
         step_methods=frozenset(data["empty_cache"]["step_methods"]),
+        host_methods=frozenset(data["host_memory"]["methods"]),
+        host_load_functions=frozenset(data["host_memory"]["load_functions"]),
+        host_locations=frozenset(data["host_memory"]["locations"]),
     )

@@ -280,9 +280,10 @@ def _object_state_writes(facts: ScopeFacts) -> Iterator[Write]:
     # is what it is for (`self.free.numpy()[a:b] = ids`, a fast way to write the tensor itself).
     read_again = {id(read.write) for read in facts.reads} | {id(write) for write in facts.own_reads}
     for write in facts.writes:
-        if write.writer.kind is AliasKind.NUMPY and write.storage.label.startswith(kept) and not write.no_grad:
-            if id(write) in read_again or any(write.storage.related(storage) for storage in facts.returned):
-                yield write
+        if write.writer.kind is not AliasKind.NUMPY or not write.storage.label.startswith(kept) or write.no_grad:
+            continue
+        if id(write) in read_again or any(write.storage.related(storage) for storage in facts.returned):
+            yield write
 
 
 def _copy_at_bridge(ctx: FileContext, shared: Handle) -> Fix | None:

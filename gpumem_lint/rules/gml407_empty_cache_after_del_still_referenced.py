@@ -15,7 +15,8 @@ class EmptyCacheAfterDelStillReferenced(Rule):
     `x`'s memory: a name or attribute bound to it (`self.last = x`), a list or dict made in the same
     function that holds it (`outputs.append(x)`, `{"model": x}`), a view or alias of it (`x[0]`,
     `x.view(...)`, `x.detach()`, `x.numpy()`, `x.state_dict()`), or an optimizer built directly from
-    `x.parameters()`.
+    `x.parameters()`. Memory known to be on the host (`t.cpu()`, `torch.load(f, map_location="cpu")`)
+    is not judged: the CUDA cache never holds it (docs/facts.md F49).
 
     ## Why is this bad?
     `del x` removes a name, not a tensor: the memory is freed only with the last reference.
@@ -159,6 +160,19 @@ def log_probs(model, batch, with_router: bool):
         del outputs
     torch.cuda.empty_cache()
     return total
+""",
+        # loaded to the host: what still refers to the checkpoint holds no CUDA memory (F49)
+        """
+import torch
+
+def load_weights(model, path):
+    checkpoint = torch.load(path, map_location="cpu")
+    state_dict = checkpoint
+    if "model" in checkpoint:
+        state_dict = checkpoint["model"]
+    model.load_state_dict(state_dict)
+    del checkpoint
+    torch.cuda.empty_cache()
 """,
     )
     INVALID = (

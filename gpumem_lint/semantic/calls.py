@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from gpumem_lint.knowledge.heuristics import heuristics
+from gpumem_lint.knowledge.memory_api import memory_api
 from gpumem_lint.semantic.imports import dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import constructed_ndim
 from gpumem_lint.semantic.literals import announces_inplace, called_name, is_constant, keyword, split_like_tensor
@@ -75,6 +76,7 @@ class CallSemantics:
         submodule = attribute and callee is not None and any(h.module is not None for h in callee.handles)
         result = self._call_result(node, func, name, qualified, None if submodule else receiver, args, state)
         self._mark_blank(node, qualified, result)
+        self._mark_host(node, qualified, result)
         self._call_grad(node, result, callee, [receiver, *args] if receiver is not None else args, qualified)
         self._save_call(node, qualified, receiver, args, callee, result, state)
         ndim = constructed_ndim(node, qualified, self.k) if qualified is not None else None
@@ -394,6 +396,27 @@ class CallSemantics:
                 if handle.node is node and handle.kind is AliasKind.OWN and handle.storage.origin == "fresh":
                     handle.storage.blank = True
                     self._filled.discard(handle.storage)  # run again by a loop: new memory
+
+    def _mark_host(self, node: cst.Call, qualified: str | None, result: Value) -> None:
+        """`x.cpu()`, `torch.load(f, map_location="cpu")`: host memory, which the CUDA allocator never holds (F49)."""
+        api = memory_api()
+        if qualified in api.host_load_functions:
+            location = keyword(node, "map_location")
+            if location is None and len(node.args) > 1 and node.args[1].keyword is None:
+                location = node.args[1].value
+            if not self._names_location(location, api.host_locations):
+                return
+        elif not (isinstance(node.func, cst.Attribute) and node.func.attr.value in api.host_methods and not node.args):
+            return
+        for handle in result.handles:
+            if handle.node is node and handle.kind is AliasKind.OWN and handle.storage.origin == "fresh":
+                handle.storage.host = True
+
+    def _names_location(self, node: cst.BaseExpression | None, locations: frozenset[str]) -> bool:
+        """`"cpu"` or `torch.device("cpu")`."""
+        if isinstance(node, cst.Call) and self.imports.qualify(node.func) == "torch.device" and len(node.args) == 1:
+            node = node.args[0].value
+        return isinstance(node, cst.SimpleString) and node.evaluated_value in locations
 
     def _write_mutated_arguments(
         self, mutator: Mutator, node: cst.Call, args: list[Value], state: State, skip: int = 0

@@ -7,7 +7,8 @@ What still refers to it: another place bound to the same object or an alias of i
 function that holds it (`outputs.append(x)`, `{"model": x}`), or an optimizer built directly from its
 `parameters()` (it keeps them in `param_groups`). A parameter of the function is not judged by itself:
 the caller may hold it, or may have passed a temporary, which CPython 3.11+ moves into the callee's
-frame (so `del` there does free it). Mixed into `ScopeAnalyzer`, which calls `_note_statement` at
+frame (so `del` there does free it), nor is host memory (`t.cpu()`, `torch.load(f, map_location="cpu")`),
+which the CUDA cache never holds (F49). Mixed into `ScopeAnalyzer`, which calls `_note_statement` at
 each small statement, `_note_delete` at each `del` target and `_note_release_call` at each call.
 Measured in tests/test_release_facts.py (docs/facts.md F32).
 """
@@ -58,6 +59,8 @@ class ReleaseSemantics:
 
     def _note_delete(self, place: str, target: cst.CSTNode, state: State) -> None:
         handles = frozenset(h for h in state.env.get(place, ()) if h.storage.origin != "value")
+        if handles and all(h.storage.host for h in handles):
+            return  # `ckpt = torch.load(f, map_location="cpu")`: host memory, none of it the cache's to return
         if handles:  # `x = None; del x` deletes no memory, nor `x = t.tolist(); del x`
             self._deleted[place] = (target, handles)
 

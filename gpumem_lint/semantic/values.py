@@ -70,6 +70,7 @@ class Storage:
     origin: str  # "param", "external", "fresh"; "none" for None, "value" for Python numbers (`x.tolist()`)
     parent: Storage | None = None
     blank: bool = False  # `torch.empty(n)`: allocated without values
+    host: bool = False  # `x.cpu()`, `torch.load(f, map_location="cpu")`: memory the CUDA allocator never holds
 
     def lineage(self) -> Iterator[Storage]:
         storage: Storage | None = self
