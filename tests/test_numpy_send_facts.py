@@ -109,6 +109,21 @@ _PROGRAMS = {
         """,
         False,
     ),
+    "array_made_after_share_memory": (
+        """
+        import torch
+        import torch.multiprocessing as mp
+
+        if __name__ == "__main__":
+            tensor = torch.zeros(4).share_memory_()
+            array = tensor.numpy()
+            sender, receiver = mp.Pipe()
+            sender.send(tensor)
+            # write
+            received = receiver.recv()
+        """,
+        False,
+    ),
     "array_sent_itself": (
         """
         import torch
@@ -159,8 +174,8 @@ def test_a_use_of_the_array_is_reported_exactly_when_the_array_was_left_behind(p
     written = program.replace(_WRITE, "array[0] = 1.0")
     findings = lint_source(written, "program.py", [RULES_BY_CODE["GML201"], RULES_BY_CODE["GML214"]])
     # Left behind, the write reaches no one (GML214); else it reaches the receiver's shared memory (GML201),
-    # except in a forked child's copy-on-write copy.
-    expected = ["GML214"] if left_behind else [] if '"fork"' in program else ["GML201"]
+    # except in a forked child's copy-on-write copy, or in memory shared on purpose (GML208's).
+    expected = ["GML214"] if left_behind else [] if '"fork"' in program or "share_memory_" in program else ["GML201"]
     assert [d.code for d in findings] == expected, [d.message for d in findings]
 
 
@@ -188,3 +203,19 @@ def test_an_array_a_sent_tensor_was_made_from_keeps_its_own_memory(tmp_path):
     assert measured["shared"] and not measured["follows"] and not measured["sees_write"]
     assert measured["owns"] and measured["values"] == [3.0] * 4
     assert not lint_source(program, "program.py", [RULES_BY_CODE["GML214"]])
+
+
+def test_share_memory_moves_the_tensor_as_a_send_does(tmp_path):
+    """F48: `t.share_memory_()` is the same move into shared memory: an array made before it is left behind."""
+    program = textwrap.dedent(
+        """
+        import torch
+
+        if __name__ == "__main__":
+            tensor = torch.zeros(4)
+            array = tensor.numpy()
+            tensor.share_memory_()
+        """
+    )
+    measured = _run(program, tmp_path)
+    assert measured["shared"] and not measured["follows"] and not measured["sees_write"]

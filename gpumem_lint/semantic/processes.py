@@ -184,7 +184,7 @@ class ProcessSemantics:
         self._attribute_objects: dict[int, ProcessObject] = {}  # by id of the call another method made them with
         #: Arrays made from a tensor before a crossing sent it -> that crossing, until bound again.
         self._left_behind: dict[Handle, Crossing] = {}
-        self._moved: set[Storage] = set()  # sent once already: sending again moves nothing
+        self._moved: set[Storage] = set()  # sent once already, or `share_memory_()`: a send moves nothing (F48)
         self._left_behind_uses: dict[tuple[int, int], LeftBehindUse] = {}
         #: Parameters known to receive a queue or pipe end (set by the module-level model).
         self.channel_parameters: frozenset[str] = frozenset()
@@ -212,6 +212,7 @@ class ProcessSemantics:
         method = func.attr.value
         if method in ("share_memory_", "share_memory"):
             self.process_facts.shared_on_purpose.update(h.storage for h in receiver.handles)
+            self._moved.update(h.storage for h in receiver.handles)  # in shared memory now: a send moves nothing
             return receiver  # returns self: `t = torch.zeros(1).share_memory_()`
         found = [
             self.process_facts.process_objects[h] for h in receiver.handles if h in self.process_facts.process_objects
