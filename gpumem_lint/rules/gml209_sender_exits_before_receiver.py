@@ -1,14 +1,12 @@
 from collections.abc import Iterator
 
-import libcst as cst
-
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._boundaries import crossing_text, cuda_evidence, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import ProcessModel
 from gpumem_lint.semantic.flow import ScopeFacts
-from gpumem_lint.semantic.processes import PROCESS_CROSSING, Crossing, process_table
+from gpumem_lint.semantic.processes import PROCESS_CROSSING, Crossing
 
 
 class SenderExitsBeforeReceiver(Rule):
@@ -129,7 +127,7 @@ if __name__ == "__main__":
         model = process_model(ctx)
         evidence = cuda_evidence(ctx)
         reported = set()
-        for facts, crossing in [*self._sends_from_children(model), *_sends_from_process_classes(ctx)]:
+        for facts, crossing in [*self._sends_from_children(model), *_sends_from_child_methods(model)]:
             if crossing in facts.processes.finished or not _sends_tensor(crossing) or id(crossing.node) in reported:
                 continue
             reported.add(id(crossing.node))
@@ -159,18 +157,11 @@ if __name__ == "__main__":
                     yield child, send
 
 
-def _sends_from_process_classes(ctx: FileContext) -> Iterator[tuple[ScopeFacts, Crossing]]:
-    """The sends of `run()` in subclasses of `multiprocessing.Process`: the child's whole life."""
-    table = process_table()
-    imports = ctx.semantic.imports
-    classes = {
-        statement.name.value
-        for statement in ctx.module.body
-        if isinstance(statement, cst.ClassDef)
-        and any(table.constructors.get(imports.qualify(base.value) or "") == "process" for base in statement.bases)
-    }
-    for facts in ctx.semantic.facts:
-        if facts.scope.class_name in classes and facts.scope.name == "run":
+def _sends_from_child_methods(model: ProcessModel) -> Iterator[tuple[ScopeFacts, Crossing]]:
+    """The sends of the methods that run in a child (`run()` of a `multiprocessing.Process` subclass, a
+    `target=self.loop`): the child's whole life."""
+    for facts in model.facts:
+        if model.classes.runs_in_child(facts):
             for send in facts.processes.crossings:
                 if send.kind in ("queue", "pipe"):
                     yield facts, send

@@ -1,4 +1,5 @@
 from collections.abc import Iterator
+from itertools import chain
 
 import libcst as cst
 
@@ -21,8 +22,9 @@ class ReceivedCudaTensorSentOn(Rule):
     """
     ## What it does
     Flags a queue `put` or pipe `send` of a CUDA tensor that this process received from
-    another one: taken from a queue or pipe (`x = inbox.get()`) that the module fills with CUDA
-    tensors, or handed to a child started with spawn or forkserver as a `Process` argument. The
+    another one: taken from a queue or pipe (`x = inbox.get()`, `x = self.in_q.get()` in a
+    method that runs in the child) that the module fills with CUDA tensors, or handed to a child
+    started with spawn or forkserver as a `Process` argument. The
     tensor counts when it is sent itself, a view of it, or inside a tuple, list or dict; a copy
     (`x.clone()`, `x * 2`, `x.cpu()`) is new memory and is not reported.
 
@@ -48,9 +50,12 @@ class ReceivedCudaTensorSentOn(Rule):
     A tensor counts as a CUDA tensor when the syntax of its first send says so (`.cuda()`,
     `device="cuda"`, a name bound to a CUDA device; GML203's evidence), in the same module as
     the relay. A channel is followed from the call that made it (`ctx.Queue()`) into the
-    functions started with it as an argument; a queue reached otherwise (a global, an attribute)
-    is not. Methods that may return their own tensor (`x.contiguous()`, `x.to(device)`) are
-    taken for copies.
+    functions started with it as an argument, and into the methods of a class that run in the
+    child (the `run` of a `Process` subclass, a `target=self.loop`) through the `self.` queue
+    `__init__` stores it in (`self.in_q = in_q`) or makes there; a queue a parent method of the
+    class fills with CUDA tensors counts too. A queue reached otherwise (a global, another
+    object's attribute) is not. Methods that may return their own tensor (`x.contiguous()`,
+    `x.to(device)`) are taken for copies.
 
     ## Example
     ```python
@@ -133,6 +138,67 @@ def main():
     ctx.Process(target=relay, args=(inbox, outbox, done)).start()
     inbox.put(torch.ones(8, device="cuda"))
 """,
+        """
+import torch
+import torch.multiprocessing as mp
+
+class Augmenter(mp.Process):
+    def __init__(self, in_q, out_q, done):
+        super().__init__()
+        self.in_q = in_q
+        self.out_q = out_q
+        self.done = done
+
+    def run(self):
+        batch = self.in_q.get()
+        self.out_q.put(batch.clone())
+        self.done.wait()
+
+def main():
+    ctx = mp.get_context("spawn")
+    in_q, out_q, done = ctx.Queue(), ctx.Queue(), ctx.Event()
+    Augmenter(in_q, out_q, done).start()
+    in_q.put(torch.ones(8, device="cuda"))
+""",
+        """
+import torch
+import torch.multiprocessing as mp
+
+class Augmenter(mp.Process):
+    def __init__(self, in_q, out_q, done):
+        super().__init__()
+        self.in_q = in_q
+        self.out_q = out_q
+        self.done = done
+
+    def run(self):
+        batch = self.in_q.get()
+        self.out_q.put(batch)
+        self.done.wait()
+
+def main():
+    ctx = mp.get_context("spawn")
+    in_q, out_q, done = ctx.Queue(), ctx.Queue(), ctx.Event()
+    Augmenter(in_q, out_q, done).start()
+    in_q.put(torch.ones(8))  # a CPU tensor: in shared memory, it can be sent on
+""",
+        # every method here runs in this process: the staged tensor never crossed
+        """
+import torch
+import torch.multiprocessing as mp
+
+class Batcher:
+    def __init__(self):
+        self.staged_q = mp.Queue()
+        self.out_q = mp.Queue()
+
+    def stage(self, batch):
+        self.staged_q.put(batch.cuda())
+
+    def flush(self):
+        batch = self.staged_q.get()
+        self.out_q.put(batch)
+""",
     )
     INVALID = (
         Invalid(
@@ -188,6 +254,54 @@ def main():
 """,
             (6,),
         ),
+        Invalid(
+            """
+import torch
+import torch.multiprocessing as mp
+
+class Augmenter(mp.Process):
+    def __init__(self, in_q, out_q, done):
+        super().__init__()
+        self.in_q = in_q
+        self.out_q = out_q
+        self.done = done
+
+    def run(self):
+        batch = self.in_q.get()
+        self.out_q.put(batch)
+        self.done.wait()
+
+def main():
+    ctx = mp.get_context("spawn")
+    in_q, out_q, done = ctx.Queue(), ctx.Queue(), ctx.Event()
+    Augmenter(in_q, out_q, done).start()
+    in_q.put(torch.ones(8, device="cuda"))
+""",
+            (14,),
+        ),
+        Invalid(
+            """
+import torch
+import torch.multiprocessing as mp
+
+class Relay:
+    def __init__(self):
+        self.in_queue = mp.Queue()
+        self.out_queue = mp.Queue()
+        self.done = mp.Event()
+        self.worker = mp.Process(target=self.loop)
+
+    def loop(self):
+        batch = self.in_queue.get()
+        self.out_queue.put({"pixels": batch[:, :2]})
+        self.done.wait()
+
+    def feed(self, images):
+        self.worker.start()
+        self.in_queue.put(images.cuda())
+""",
+            (14,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
@@ -195,7 +309,8 @@ def main():
         evidence = cuda_evidence(ctx)
         channels = _cuda_channels(model, evidence)
         reported: set[int] = set()
-        for facts, send, received in _relays(model, evidence, channels):
+        relays = chain(_relays(model, evidence, channels), _child_method_relays(model, evidence, channels))
+        for facts, send, received in relays:
             if id(send.node) in reported:
                 continue
             reported.add(id(send.node))
@@ -245,6 +360,28 @@ def _relays(
                 for send in receiver.facts.processes.crossings:
                     if send.kind in _CHANNELS:
                         yield from _sent_on(receiver.facts, send, inboxes.__contains__, arguments)
+
+
+def _child_method_relays(
+    model: ProcessModel, evidence: CudaEvidence, channels: set[cst.CSTNode]
+) -> Iterator[tuple[ScopeFacts, Crossing, cst.CSTNode | None]]:
+    """Sends, by a method that runs in a child (a `Process` subclass's `run`, a `target=self.loop`), of what
+    it took from a `self.` queue that carries CUDA tensors from the parent."""
+    classes = model.classes
+    # (class, "self.inbox"): holding a channel the module fills with CUDA tensors, or filled so by a parent method
+    cuda_queues = {(name, f"self.{attribute}") for (name, attribute), made in classes.channels.items() if made & channels}
+    for facts, crossing in model.crossings():
+        place = crossing.channel
+        if crossing.kind in _CHANNELS and isinstance(place, str) and place.startswith("self."):
+            if not classes.runs_in_child(facts) and evidence.sends_cuda(facts, crossing):
+                cuda_queues.add((facts.scope.class_name, place))
+    for facts in model.facts:
+        if not classes.runs_in_child(facts):
+            continue
+        inboxes = {place for place in facts.processes.receives.values() if (facts.scope.class_name, place) in cuda_queues}
+        for send in facts.processes.crossings:
+            if send.kind in _CHANNELS and inboxes:
+                yield from _sent_on(facts, send, inboxes.__contains__, frozenset())
 
 
 def _cuda_arguments(model: ProcessModel, receiver: Receiver, evidence: CudaEvidence) -> frozenset[str]:

@@ -10,11 +10,13 @@ Windows default to spawn on every version: a default start method pickles there.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import libcst as cst
 
 from gpumem_lint.semantic.flow import ScopeAnalyzer, ScopeFacts
 from gpumem_lint.semantic.imports import ImportTable
+from gpumem_lint.semantic.process_classes import ProcessClasses, process_classes
 from gpumem_lint.semantic.processes import (
     FRESH_METHODS,
     START_METHODS,
@@ -88,6 +90,11 @@ class ProcessModel:
         """The start method of a launch that names none (a DataLoader without `multiprocessing_context`):
         the module's `set_start_method(...)`, else the stdlib default for the target version."""
         return self._module_method
+
+    @cached_property
+    def classes(self) -> ProcessClasses:
+        """Which methods of the module's classes run in a child, and the queues their `self.` attributes hold."""
+        return process_classes(self.facts)
 
     def pickled(self, crossing: Crossing) -> bool:
         """Whether tensors cross by pickling, which moves a CPU tensor's memory into shared

@@ -79,6 +79,21 @@ class ClassTable:
                 pending.append(base)
         return False
 
+    def derives_from(self, name: str, qualified: frozenset[str]) -> bool:
+        """A class of this file that derives from one of the `qualified` classes, directly or through others here."""
+        seen: set[str] = set()
+        pending = [name]
+        while pending:
+            current = pending.pop()
+            if current in seen or current not in self._classes:
+                continue
+            seen.add(current)
+            bases = self._classes[current].bases
+            if qualified.intersection(bases):
+                return True
+            pending.extend(bases)
+        return False
+
     def workers(self, name: str, attribute: str) -> cst.Call | None:
         """The `Pool(...)` / `ProcessPoolExecutor(...)` call that `self.<attribute>` holds in every method
         of class `name` that assigns it (`None` aside: a closed pool is often reset to it)."""
