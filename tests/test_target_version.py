@@ -141,9 +141,11 @@ _DEFAULT_LAUNCHES = {
     ),
     # A numpy array of a child's argument: left on freed memory where the default start method pickles it.
     "GML214": (
-        "import torch\nimport multiprocessing as mp\n\ndef child(t):\n    print(t.sum())\n\n"
-        "if __name__ == '__main__':\n    t = torch.zeros(3)\n    a = t.numpy()\n"
-        "    mp.Process(target=child, args=(t,)).start()\n    print(a)\n",
+        (
+            "import torch\nimport multiprocessing as mp\n\ndef child(t):\n    print(t.sum())\n\n"
+            "if __name__ == '__main__':\n    t = torch.zeros(3)\n    a = t.numpy()\n"
+            "    mp.Process(target=child, args=(t,)).start()\n    print(a)\n"
+        ),
         "macOS and Windows (spawn; fork on Linux here)",
         "forkserver here",
     ),

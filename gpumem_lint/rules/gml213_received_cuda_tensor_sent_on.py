@@ -369,16 +369,20 @@ def _child_method_relays(
     it took from a `self.` queue that carries CUDA tensors from the parent."""
     classes = model.classes
     # (class, "self.inbox"): holding a channel the module fills with CUDA tensors, or filled so by a parent method
-    cuda_queues = {(name, f"self.{attribute}") for (name, attribute), made in classes.channels.items() if made & channels}
+    cuda_queues = {
+        (name, f"self.{attribute}") for (name, attribute), made in classes.channels.items() if made & channels
+    }
     for facts, crossing in model.crossings():
         place = crossing.channel
-        if crossing.kind in _CHANNELS and isinstance(place, str) and place.startswith("self."):
-            if not classes.runs_in_child(facts) and evidence.sends_cuda(facts, crossing):
-                cuda_queues.add((facts.scope.class_name, place))
+        parent_side = crossing.kind in _CHANNELS and isinstance(place, str) and not classes.runs_in_child(facts)
+        if parent_side and place.startswith("self.") and evidence.sends_cuda(facts, crossing):
+            cuda_queues.add((facts.scope.class_name, place))
     for facts in model.facts:
         if not classes.runs_in_child(facts):
             continue
-        inboxes = {place for place in facts.processes.receives.values() if (facts.scope.class_name, place) in cuda_queues}
+        inboxes = {
+            place for place in facts.processes.receives.values() if (facts.scope.class_name, place) in cuda_queues
+        }
         for send in facts.processes.crossings:
             if send.kind in _CHANNELS and inboxes:
                 yield from _sent_on(facts, send, inboxes.__contains__, frozenset())
