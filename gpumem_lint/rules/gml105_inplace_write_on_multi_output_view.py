@@ -146,8 +146,78 @@ squash = nn.Sequential(nn.Tanh(), nn.Hardtanh())
 low, high = squash(torch.randn(4, 6)).chunk(2, dim=-1)
 high.clamp_(-0.5, 0.5)
 """,
+        # the helper's network run without grad: its outputs need none
+        """
+import torch
+from torch import nn
+
+
+def build_mlp(n, hidden=32):
+    return nn.Sequential(nn.Linear(n, hidden), nn.Tanh(), nn.Linear(hidden, 2 * n))
+
+
+class Policy(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.net = build_mlp(n)
+
+    def sample(self, states):
+        with torch.no_grad():  # acting, not learning: no graph
+            means, log_stds = self.net(states).chunk(2, dim=-1)
+            return means + log_stds.clamp_(-20, 2).exp()
+
+
+print(Policy(3).sample(torch.randn(4, 3)).shape)
+""",
     )
     INVALID = (
+        # a function of the file builds the network `self.net` holds: its output requires grad
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+def build_mlp(n, hidden=32):
+    return nn.Sequential(nn.Linear(n, hidden), nn.Tanh(), nn.Linear(hidden, 2 * n))
+
+
+class Policy(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.net = build_mlp(n)
+
+    def sample(self, states):
+        means, log_stds = self.net(states).chunk(2, dim=-1)
+        return means + log_stds.clamp_(-20, 2).exp()
+
+
+print(Policy(3).sample(torch.randn(4, 3)).shape)
+""",
+            (17,),
+            fixed="""
+import torch
+from torch import nn
+
+
+def build_mlp(n, hidden=32):
+    return nn.Sequential(nn.Linear(n, hidden), nn.Tanh(), nn.Linear(hidden, 2 * n))
+
+
+class Policy(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.net = build_mlp(n)
+
+    def sample(self, states):
+        means, log_stds = self.net(states).chunk(2, dim=-1)
+        return means + log_stds.clamp(-20, 2).exp()
+
+
+print(Policy(3).sample(torch.randn(4, 3)).shape)
+""",
+            prints="torch.Size([4, 3])",
+        ),
         # the policy's network is an `nn.Sequential` of Linear layers: its output requires grad
         Invalid(
             """

@@ -25,7 +25,9 @@ class InplaceWriteOnSavedTensor(Rule):
     call kept its weights (an `nn.Sequential` or a model: the layers after the first keep
     their weights) when a loss computed before the step is backpropagated after it, the
     GAN that steps the discriminator between `d_loss.backward(retain_graph=True)` and
-    `g_loss.backward()`. What each op keeps is data
+    `g_loss.backward()`, or a loss computed after the step from a tensor computed before it
+    (the optimizer may be built in another method: `self.optim = Adam(self.vae.parameters())`
+    in `__init__`). What each op keeps is data
     measured from torch ([`saved_for_backward.json`](../gpumem_lint/knowledge/saved_for_backward.json),
     [docs/facts.md](../docs/facts.md) A1–A4): `relu`, `sigmoid`, `tanh`, `exp`, `softmax` keep
     their output; `a * w` and `x @ w` keep each operand for the other one's gradient; `x + y`
@@ -51,10 +53,9 @@ class InplaceWriteOnSavedTensor(Rule):
     `torch.no_grad()` raises nothing. An op whose result is only compared in the same
     statement (`d[d.abs() < eps] = eps`) keeps nothing: its graph is freed with the
     statement (F43). Bound to a name first, it is taken to live until backward. A step, or a
-    write after `backward(retain_graph=True)`, is reported only when a `backward()` of a name
-    bound before the write (and not since) follows it; which losses reach which graph is not
-    followed, so a loss bound before the step whose graph avoids the stepped module is
-    reported too.
+    write after `backward(retain_graph=True)`, is reported only when a later `backward()` runs
+    a loss computed through the op that kept the written tensor (followed through tensor ops
+    and module calls; a helper's result is not followed, so a loss it computes is missed).
 
     ## Example
     ```python
@@ -362,6 +363,34 @@ for states in [torch.randn(8, 4) for _ in range(3)]:
     optimizer.step()
     entropy = -(logits.softmax(-1) * logits.log_softmax(-1)).sum(-1).mean().item()
 """,
+        # the step writes the discriminator only; the loss backpropagated after it never ran through it
+        """
+import torch
+from torch import nn
+
+
+class Solver:
+    def __init__(self):
+        self.vae = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
+        self.disc = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
+        self.optim_vae = torch.optim.Adam(self.vae.parameters(), lr=1e-4)
+        self.optim_disc = torch.optim.Adam(self.disc.parameters(), lr=1e-4)
+
+    def train(self, batches):
+        for x in batches:
+            z = self.vae(x)
+            vae_loss = z.pow(2).mean()
+            d_loss = self.disc(z.detach()).logsumexp(-1).mean()
+            self.optim_disc.zero_grad()
+            d_loss.backward(retain_graph=True)
+            self.optim_disc.step()  # the disc's weights: no part of the vae's graph
+            self.optim_vae.zero_grad()
+            vae_loss.backward()
+            self.optim_vae.step()
+
+
+Solver().train([torch.randn(4, 8) for _ in range(2)])
+""",
     )
     INVALID = (
         # the None path goes on, holding relu's output, which the write overwrites
@@ -428,6 +457,38 @@ for real in [torch.randn(4, 16) for _ in range(3)]:
     opt_G.step()
 """,
             (17,),
+        ),
+        # the optimizer `__init__` built steps the vae; `d_loss`, computed after it from `d_z`, runs the old graph
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class Solver:
+    def __init__(self):
+        self.vae = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
+        self.disc = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
+        self.optim_vae = torch.optim.Adam(self.vae.parameters(), lr=1e-4)
+        self.optim_disc = torch.optim.Adam(self.disc.parameters(), lr=1e-4)
+
+    def train(self, batches):
+        for x in batches:
+            z = self.vae(x)
+            d_z = self.disc(z)
+            vae_loss = z.pow(2).mean() + d_z.mean()
+            self.optim_vae.zero_grad()
+            vae_loss.backward(retain_graph=True)
+            self.optim_vae.step()
+            d_loss = d_z.logsumexp(-1).mean()  # after the step, through the vae's graph
+            self.optim_disc.zero_grad()
+            d_loss.backward()
+            self.optim_disc.step()
+
+
+Solver().train([torch.randn(4, 8) for _ in range(2)])
+""",
+            (20,),
         ),
         # ... but named and used in the loss, `d.abs()` keeps `d` until backward
         Invalid(

@@ -27,6 +27,7 @@ class Held(str, Enum):
     BUFFER = "buffer"  # module state that does not
     MODULE = "module"  # a submodule, of the class in `AttributeFact.module`
     EXPANDED = "expanded"  # an `expand` / `broadcast_to` view: elements share memory
+    OPTIMIZER = "optimizer"  # a `torch.optim` optimizer over the parameters of `AttributeFact.steps`
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class AttributeFact:
     module: str | None = None  # "torch.nn.Linear", or the name of a class of this file
     source: cst.CSTNode | None = field(default=None, compare=False)  # the expression that made it
     elements: str | None = None  # `nn.ModuleList(Block() for _ in range(n))`: the class of every layer
+    steps: tuple[str, ...] = ()  # an optimizer's: "self.vae" of `Adam(self.vae.parameters())`, "self" itself
 
 
 @dataclass
@@ -130,6 +132,9 @@ class ClassFactsBuilder:
         self._imports = imports
         self._classes: dict[str, ClassFacts] = {}
         self._assignments: list[tuple[ClassFacts, str, cst.BaseExpression | None]] = []
+        #: What each module-level function of the file returns, `return` by `return` (None: no value, a
+        #: `yield`, or a second definition): `self.net = build_mlp(...)` holds what `build_mlp` makes.
+        self._returns: dict[str, list[cst.BaseExpression | None]] = {}
 
     def open_class(self, node: cst.ClassDef) -> ClassFacts:
         bases = []
@@ -144,6 +149,14 @@ class ClassFactsBuilder:
     def assign(self, owner: ClassFacts, attribute: str, value: cst.BaseExpression | None) -> None:
         """`self.<attribute> = value` in a method (None: a value this cannot see, as in `+=`)."""
         self._assignments.append((owner, attribute, value))
+
+    def open_function(self, name: str) -> None:
+        """A module-level `def name`; a second one makes what it returns unknown."""
+        self._returns[name] = [None] if name in self._returns else []
+
+    def returns(self, function: str, value: cst.BaseExpression | None) -> None:
+        """`return value` (or a `yield`: None) in the body of module-level `function`."""
+        self._returns[function].append(value)
 
     def register(self, owner: ClassFacts, call: cst.Call) -> None:
         """`self.register_parameter("w", ...)` / `self.register_buffer("b", ...)`."""
@@ -179,7 +192,10 @@ class ClassFactsBuilder:
         kind = process_table().constructors.get(self._imports.qualify(value.func) or "")
         return kind in ("pool", "executor")
 
-    def _fact(self, value: cst.BaseExpression | None, table: ClassTable) -> AttributeFact | None:
+    def _fact(
+        self, value: cst.BaseExpression | None, table: ClassTable, called: frozenset[str] = frozenset()
+    ) -> AttributeFact | None:
+        """`called`: the functions of the file whose returns led here (a recursive one is unknown)."""
         if not isinstance(value, cst.Call):
             return None
         if self._expands(value):
@@ -190,12 +206,25 @@ class ClassFactsBuilder:
         qualified = self._imports.qualify_name(name)
         if qualified in _PARAMETER:
             return None if is_constant(keyword(value, "requires_grad"), "False") else AttributeFact(Held.PARAMETER)
+        if _is_optimizer(qualified or ""):
+            steps = _stepped_modules(value)
+            return AttributeFact(Held.OPTIMIZER, steps=steps) if steps else None
         module = _torch_module(qualified or "")
         if module is not None:
             return AttributeFact(Held.MODULE, module, elements=self._layer_class(value, table))
         if qualified is None and table.is_module_class(name):
             return AttributeFact(Held.MODULE, name)
+        if qualified is None and name in self._returns and name not in called:
+            return self._returned_module(name, table, called | {name})
         return None
+
+    def _returned_module(self, function: str, table: ClassTable, called: frozenset[str]) -> AttributeFact | None:
+        """`def build_mlp(...): return nn.Sequential(*layers)`: the module every `return` makes."""
+        facts = {self._fact(value, table, called) for value in self._returns[function]}
+        if len(facts) != 1:
+            return None
+        (fact,) = facts
+        return fact if fact is not None and fact.held is Held.MODULE else None
 
     def _layer_class(self, container: cst.Call, table: ClassTable) -> str | None:
         """`nn.ModuleList(Block(d) for _ in range(n))`, `nn.ModuleList([Block(d) for ...])`: each layer's class."""
@@ -229,6 +258,43 @@ class ClassFactsBuilder:
             owner.attributes[attribute] = None
         else:
             owner.attributes[attribute] = fact
+
+
+def _is_optimizer(qualified: str) -> bool:
+    """`torch.optim.Adam`: a class of `torch.optim` itself (not `torch.optim.lr_scheduler.StepLR`)."""
+    return qualified.startswith("torch.optim.") and qualified.count(".") == 2 and qualified[12:13].isupper()
+
+
+def _stepped_modules(optimizer: cst.Call) -> tuple[str, ...]:
+    """`Adam(self.vae.parameters())`, `Adam(list(self.a.parameters()) + list(self.b.parameters()))`,
+    `Adam([{"params": self.a.parameters()}])`: `self` and its attributes whose parameters the optimizer
+    is given; none when it is given anything else too (a name, a call of another kind)."""
+    if not optimizer.args or optimizer.args[0].keyword is not None or optimizer.args[0].star:
+        return ()
+    found: list[str] = []
+    pending: list[cst.BaseExpression] = [optimizer.args[0].value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "parameters":
+            owner = dotted_name(node.func.value)
+            if owner is None or not (owner == "self" or owner.startswith("self.")):
+                return ()
+            found.append(owner)
+        elif isinstance(node, cst.Call) and dotted_name(node.func) in ("list", "itertools.chain", "chain"):
+            pending.extend(arg.value for arg in node.args)
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            pending.extend((node.left, node.right))
+        elif isinstance(node, (cst.List, cst.Tuple)):
+            pending.extend(element.value for element in node.elements)
+        elif isinstance(node, cst.Dict):
+            for element in node.elements:
+                if not isinstance(element, cst.DictElement):
+                    return ()
+                if isinstance(element.key, cst.SimpleString) and element.key.evaluated_value == "params":
+                    pending.append(element.value)
+        else:
+            return ()
+    return tuple(sorted(set(found)))
 
 
 def _torch_module(qualified: str) -> str | None:

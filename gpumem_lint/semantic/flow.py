@@ -483,6 +483,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 )
             else:  # `values, indices = x.sort()`: separate new tensors; `a, b = pair`: a forward's tuple input
                 handle = self._fresh((made_by, position), dotted_name(element.value) or "", value)
+                handle.graph = frozenset().union(*(h.graph for h in value.handles))  # outputs of one graph
                 if self._tensor_op(made_by):  # `scores, indices = x.topk(k)`; not `model, loader = prepare(...)`
                     handle.grad = output_grad(made_by, position, value, self.k.index_outputs)
                 self._bind(element.value, value.with_handles({handle}), made_by, state)
@@ -1135,20 +1136,26 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         owner: frozenset[Handle] = frozenset()
         head, _, attribute = place.rpartition(".")
         if head and attribute not in self.k.other_tensor_attributes:
-            owner = state.env.get(head)
-            if owner is None:
-                owner = frozenset({self._external(head, state)})
-                state.env[head] = owner
+            owner = self._place_value(head, state)
             # A container's attributes are not its elements' memory: no parent then.
             parent = next(iter(owner)).storage if owner else None
         storage = self._storage(("external", place, id(parent)), place, "external", parent)
         tensor = place in self.scope.tensor_places
         handle = self._handle(("external", place, id(parent)), storage, AliasKind.OWN, None, tensor=tensor)
         if owner:
-            self._attribute_grad(handle, head, attribute, owner)
+            fact = self._attribute_grad(handle, head, attribute, owner)
+            if fact is not None and fact.steps and head == "self":  # `self.optim = Adam(self.vae.parameters())`
+                handle.targets = frozenset(h.storage for place in fact.steps for h in self._place_value(place, state))
         elif not head:
             handle.module = self._self_module(place)
         return handle
+
+    def _place_value(self, place: str, state: State) -> frozenset[Handle]:
+        """What `place` (`self.vae`) holds here: its binding, or what it held when the function began."""
+        handles = state.env.get(place)
+        if handles is None:
+            handles = state.env[place] = frozenset({self._external(place, state)})
+        return handles
 
     def _fresh(self, node, place: str, value: Value, tensor: bool | None = None) -> Handle:
         key = ("fresh", place, id(node) if not isinstance(node, tuple) else (id(node[0]), node[1]))

@@ -15,7 +15,7 @@ import libcst as cst
 from gpumem_lint.semantic.class_facts import AttributeFact, Held
 from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.literals import called_name, is_constant, keyword
-from gpumem_lint.semantic.values import EMPTY, AliasKind, Grad, Handle, State, Value
+from gpumem_lint.semantic.values import EMPTY, AliasKind, Grad, Handle, Role, State, Value
 
 #: Aliases autograd does not track back to their source.
 _UNTRACKED = frozenset({AliasKind.DETACH, AliasKind.DATA, AliasKind.NUMPY, AliasKind.STATE_DICT})
@@ -27,22 +27,28 @@ class GradSemantics:
 
     # ------------------------------------------------------------ sources
 
-    def _attribute_grad(self, handle: Handle, head: str, attribute: str, owner: frozenset[Handle]) -> None:
+    def _attribute_grad(
+        self, handle: Handle, head: str, attribute: str, owner: frozenset[Handle]
+    ) -> AttributeFact | None:
         """`self.weight`, `self.fc.weight`, `model.fc`: what the class facts say the attribute holds."""
         fact = self._attribute_fact(head, attribute, owner)
         if fact is None:
-            return
+            return None
         if fact.held is Held.MODULE:
             handle.module, handle.elements = fact.module, fact.elements
-            return
+            return fact
+        if fact.held is Held.OPTIMIZER:
+            handle.role = Role.OPTIMIZER  # what it steps: `_external`, which sees this method's `self.*`
+            return fact
         handle.tensor = True
         if fact.held is Held.EXPANDED:  # `self.pos = self.table.expand(n, -1)` in `__init__`
             handle.kind, handle.node = AliasKind.EXPAND, fact.source
-            return
+            return fact
         if fact.held is Held.BUFFER or any(h.grad is Grad.NO for h in owner):
             handle.grad = Grad.NO  # a buffer, or a parameter of a frozen module
         elif not self.scope.freezes_parameters:
             handle.grad, handle.leaf = Grad.YES, True
+        return fact
 
     def _holds_module(self, func: cst.Attribute, state: State) -> bool:
         """The class facts say `owner.attr` is a submodule, whatever the name (`self.norm`, `self.view`)."""
@@ -184,11 +190,13 @@ class GradSemantics:
         return Value(frozenset({handle}), handle.tensor) if handle.tensor or handle.module else EMPTY
 
     def _alias_grad(self, handle: Handle, source: Handle) -> None:
-        """A view requires grad as its source does; `.detach()` and `.data` do not."""
+        """A view requires grad as its source does, and is in its graph; `.detach()` and `.data` are not."""
         if handle.kind in _UNTRACKED:
             handle.grad = Grad.NO
-        elif source.grad > handle.grad or handle.grad is Grad.UNKNOWN:
+            return
+        if source.grad > handle.grad or handle.grad is Grad.UNKNOWN:
             handle.grad = source.grad
+        handle.graph = source.graph
 
     def _call_grad(
         self, node: cst.Call, result: Value, callee: Value | None, inputs: list[Value], qualified: str | None
@@ -226,8 +234,10 @@ class GradSemantics:
                 grad = Grad.YES
             elif self.scope.trains and grad < Grad.MAY and _is_parameter(callee):
                 grad = Grad.MAY  # `model(x)` in a function that trains the model it was passed
+        graph = _graph_of(inputs) if grad is not Grad.NO else frozenset()
         for handle in fresh:
             handle.grad = max(handle.grad, grad) if handle.grad is not Grad.UNKNOWN else grad
+            handle.graph = graph
 
     def _operation_grad(self, handle: Handle, operands: list[Value]) -> None:
         if self._no_grad:
@@ -235,6 +245,7 @@ class GradSemantics:
             return
         grad = max((h.grad for value in operands for h in value.handles), default=Grad.UNKNOWN)
         handle.grad = max(handle.grad, grad) if handle.grad is not Grad.UNKNOWN else grad
+        handle.graph = _graph_of(operands)
 
     def _has_parameters(self, callee: Value) -> bool:
         """Calling it runs a module that holds parameters: `self.fc(x)`, `model(x)` for a known model,
@@ -265,6 +276,12 @@ class GradSemantics:
         if name is not None and "." not in name and classes is not None and classes.is_module_class(name):
             return name
         return None
+
+
+def _graph_of(values: list[Value]) -> frozenset:
+    """The graph a result computed from `values` extends: all of theirs."""
+    graphs = [h.graph for value in values for h in value.handles if h.graph and h.grad is not Grad.NO]
+    return frozenset().union(*graphs) if graphs else frozenset()
 
 
 def output_grad(node: cst.CSTNode, position: int, value: Value, index_outputs: dict[str, int]) -> Grad:

@@ -62,9 +62,8 @@ class SavedSemantics:
         self._backwards = 0  # `backward()` calls analysed so far
         self._keeps: dict[Saving, tuple[int, int]] = {}  # how often an op kept its tensor, and at which backward
         #: Writes to what a graph kept that raise only if a later backward runs that graph: an optimizer
-        #: step, or a write after `backward(retain_graph=True)`. With what the graph's op had kept then,
-        #: and the names bound at the write (a later backward of one not bound again since runs the graph).
-        self._pending: dict[tuple[int, int], tuple[SavedWrite, tuple[int, int], dict]] = {}
+        #: step, or a write after `backward(retain_graph=True)`. With what the graph's op had kept then.
+        self._pending: dict[tuple[int, int], tuple[SavedWrite, tuple[int, int]]] = {}
 
     # ---------------------------------------------------------- recording
 
@@ -96,7 +95,7 @@ class SavedSemantics:
             return
         if module is not None:
             if self._has_parameters(callee):  # `D(x)` of an `nn.Sequential` or a model: its layers keep weights
-                self._keep_parameters(node, module, callee, state)
+                self._keep_parameters(node, module, callee, result, state)
             return
         name = _op_name(node, qualified, receiver, self.k.tensor_only_methods)
         if name is None:
@@ -167,15 +166,18 @@ class SavedSemantics:
                 kept = owner  # the module's weight: memory of the module
             else:
                 continue  # an internal buffer, a second output
-            self._record_saving(Saving(node, op, item), kept, state)
+            self._record_saving(Saving(node, op, item), kept, result, state)
 
-    def _keep_parameters(self, node: cst.Call, module: str, callee: Value, state: State) -> None:
+    def _keep_parameters(self, node: cst.Call, module: str, callee: Value, result: Value, state: State) -> None:
         """A module of layers (`nn.Sequential`, a model of this file) called where grad is recorded: its
         layers after the first receive an input that requires grad, and keep their weights for it."""
-        self._record_saving(Saving(node, module.removeprefix("torch."), "parameters"), callee, state)
+        self._record_saving(Saving(node, module.removeprefix("torch."), "parameters"), callee, result, state)
 
-    def _record_saving(self, made: Saving, kept: Value, state: State) -> None:
+    def _record_saving(self, made: Saving, kept: Value, result: Value, state: State) -> None:
+        """`result`: what the op made, whose graph now holds what it kept."""
         saving = self._savings.setdefault((id(made.node), made.item), made)  # one per loop pass
+        for handle in result.handles:
+            handle.graph |= {saving}
         count, _ = self._keeps.get(saving, (0, 0))
         self._keeps[saving] = (count + 1, self._backwards)
         for handle in kept.handles:
@@ -259,12 +261,11 @@ class SavedSemantics:
         Memory this very statement allocated (`x.var(d).add_(eps)` in a loop's next pass) is
         not what an earlier pass kept: only this statement's own ops count then. An optimizer step
         (a write of whole modules: training calls and loads are not checked) and a write after
-        `backward(retain_graph=True)` wait for a later backward of a loss bound before the write."""
+        `backward(retain_graph=True)` wait for a later backward of a loss whose graph holds the op."""
         if not state.saved or write.writer.kind is AliasKind.DATA or write.rebinds:
             return
         if write.module and write.op != "step()":
             return
-        bound = None
         for storage, savings in state.saved.items():
             if storage.related(write.storage):
                 if renewed:
@@ -275,19 +276,20 @@ class SavedSemantics:
                     found = SavedWrite(write, saving)
                     keeps = self._keeps.get(saving, (0, 0))
                     if write.module or keeps[1] < self._backwards:
-                        bound = dict(state.env) if bound is None else bound
-                        self._pending.setdefault((id(write), id(saving)), (found, keeps, bound))
+                        self._pending.setdefault((id(write), id(saving)), (found, keeps))
                     else:
                         self.saved_writes.setdefault((id(write), id(saving)), found)
 
     def _backward_runs(self, losses: set[str], state: State, retained: bool) -> None:
         """`loss.backward()`: pending writes to what a graph kept raise now when `loss` was computed
-        before the write (bound then, and not bound again since: the same binding) and the graph's op
-        has not run again since (a new pass keeps new tensors). The graph is freed, unless retained."""
-        for key, (found, keeps, bound) in list(self._pending.items()):
+        through the op that kept it (before the write, or after it from a tensor computed before:
+        `loss = f(d_z)`; Handle.graph) and that op has not run again since (a new pass keeps new
+        tensors). The graph is freed, unless retained."""
+        graph = frozenset().union(*(h.graph for place in losses for h in state.env.get(place, ())))
+        for key, (found, keeps) in list(self._pending.items()):
             if self._keeps.get(found.saving) != keeps:
                 del self._pending[key]  # run again since: a new graph holds the new values
-            elif any(state.env.get(place) is bound.get(place, ()) for place in losses):
+            elif found.saving in graph:
                 self.saved_writes.setdefault(key, found)
                 del self._pending[key]
         self._backwards += 1

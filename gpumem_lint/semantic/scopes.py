@@ -91,6 +91,8 @@ class ScopeCollector(Walker):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         owner = self._classes[-1] if self._direct_method(node) else None
+        if len(self._functions) == 1 and self._classes[-1] is None:
+            self._class_facts.open_function(node.name.value)
         scope = Scope(
             node,
             tuple(node.body.body),
@@ -139,6 +141,17 @@ class ScopeCollector(Walker):
         registers = isinstance(func, cst.Attribute) and func.attr.value in ("register_parameter", "register_buffer")
         if owner is not None and registers and _is_self(func.value):
             self._class_facts.register(owner.facts, node)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self._note_returned(node.value)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self._note_returned(None)  # a generator function: calling it makes a generator
+
+    def _note_returned(self, value: cst.BaseExpression | None) -> None:
+        function = self._functions[-1]
+        if len(self._functions) == 2 and function.class_name is None:  # a module-level function's own body
+            self._class_facts.returns(function.name, value)
 
     def visit_Name(self, node: cst.Name) -> None:
         if "inplace" in node.value.lower():

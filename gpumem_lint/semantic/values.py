@@ -116,6 +116,8 @@ class Handle:
     layers: tuple[str | None, ...] = ()  # `nn.Sequential(nn.Linear(...), ...)`: each layer's module class
     elements: str | None = None  # a module list whose every layer is of this class
     blank: bool = False  # an alias made while its memory held no values yet: it has no old ones to keep
+    #: The ops (saved.py `Saving`) it was computed through that kept tensors: a backward of it runs them.
+    graph: frozenset = frozenset()
 
     def grad_leaf(self) -> Handle | None:
         """The leaf requiring grad that this handle is, or is a view of (not through

@@ -40,4 +40,5 @@ WRITES: tuple[Trigger, ...] = (
     re.compile(r"inplace|copyto|load_state_dict"),
     re.compile(r"training\s*=\s*True"),
     AllOf(_MODULE_STATE, _TRAINING_CALL),
+    re.compile(r"self\.\w+\.step\s*\("),  # an optimizer another method built (class_facts.py `Held.OPTIMIZER`)
 )
