@@ -206,7 +206,8 @@ def test_an_array_a_sent_tensor_was_made_from_keeps_its_own_memory(tmp_path):
 
 
 def test_share_memory_moves_the_tensor_as_a_send_does(tmp_path):
-    """F48: `t.share_memory_()` is the same move into shared memory: an array made before it is left behind."""
+    """F48: `t.share_memory_()` is the same move into shared memory: an array made before it is left behind,
+    and its use is reported."""
     program = textwrap.dedent(
         """
         import torch
@@ -219,3 +220,5 @@ def test_share_memory_moves_the_tensor_as_a_send_does(tmp_path):
     )
     measured = _run(program, tmp_path)
     assert measured["shared"] and not measured["follows"] and not measured["sees_write"]
+    findings = lint_source(program + "    print(array.sum())\n", "program.py", [RULES_BY_CODE["GML214"]])
+    assert [d.code for d in findings] == ["GML214"], [d.message for d in findings]

@@ -1,3 +1,4 @@
+import re
 from collections.abc import Iterator
 
 from gpumem_lint.context import FileContext
@@ -5,7 +6,7 @@ from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._boundaries import crossing_text, pickling_method_text, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.boundaries import ProcessModel
-from gpumem_lint.semantic.processes import PROCESS_CROSSING, Crossing
+from gpumem_lint.semantic.processes import PROCESS_CROSSING, LeftBehindUse
 
 
 class NumpyViewUsedAfterSend(Rule):
@@ -14,7 +15,8 @@ class NumpyViewUsedAfterSend(Rule):
     Flags a read or a write of a numpy array made from a CPU tensor (`a = t.numpy()`,
     `np.asarray(t)`) before the tensor was sent to another process: put on a queue, sent through
     a pipe, handed to a pool, or given as a `Process` argument to a child started with spawn or
-    forkserver (the default on Python 3.14, and on macOS and Windows).
+    forkserver (the default on Python 3.14, and on macOS and Windows). `t.share_memory_()` is the
+    same move, and an array made before it is flagged too.
 
     ## Why is this bad?
     Pickling a CPU tensor for another process moves its memory into shared memory in place
@@ -23,7 +25,8 @@ class NumpyViewUsedAfterSend(Rule):
     (F33, measured on CPU by `tests/test_numpy_send_facts.py`). From the send on, the array no longer
     sees the tensor's writes, reads through it return whatever the allocator put there since, and
     a write through it reaches neither the tensor nor the receiver: once it aborted the interpreter
-    (`malloc(): unaligned tcache chunk detected`). Nothing raises before that.
+    (`malloc(): unaligned tcache chunk detected`). Nothing raises before that. `t.share_memory_()`
+    moves the tensor the same way (F48, measured in the same test).
 
     An array made after the send follows the tensor's new memory, and sending the array itself
     pickles it by value, moving nothing; nor does sending a tensor already in shared memory (sent
@@ -32,8 +35,7 @@ class NumpyViewUsedAfterSend(Rule):
     pickles under every start method.
 
     ## Known problems
-    The array and the send must be in one function. `t.share_memory_()` moves the tensor the
-    same way (F48), leaving an array made before it behind; that is not reported yet. `torch.from_numpy(a)` sent moves the tensor
+    The array and the send must be in one function. `torch.from_numpy(a)` sent moves the tensor
     too, but leaves `a` on its own memory, which stays valid (measured, F48): reads of `a` are not
     reported, though it no longer shares writes with the tensor.
 
@@ -68,7 +70,7 @@ class NumpyViewUsedAfterSend(Rule):
     summary = "A numpy array made from a tensor is used after the tensor was sent to another process"
     fix_title = "Make the array after the send, send a copy (`t.clone()`), or send the array itself"
     triggers = ("numpy",)
-    file_trigger = PROCESS_CROSSING
+    file_trigger = re.compile(rf"{PROCESS_CROSSING.pattern}|\bshare_memory_?\(")  # a send, or the same move
     VALID = (
         """
 import torch
@@ -208,6 +210,25 @@ def publish(queue, frames):
 """,
             (11,),
         ),
+        Invalid(
+            """
+import torch
+import torch.multiprocessing as mp
+
+def child(frame):
+    frame.fill_(1.0)
+
+if __name__ == "__main__":
+    frame = torch.zeros(4)
+    pixels = frame.numpy()
+    frame.share_memory_()
+    worker = mp.Process(target=child, args=(frame,))
+    worker.start()
+    worker.join()
+    print(pixels.sum())
+""",
+            (15,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
@@ -215,18 +236,22 @@ def publish(queue, frames):
         for facts in ctx.semantic.facts:
             reported: set[int] = set()
             for use in facts.processes.left_behind_uses:
-                if id(use.array) in reported or not model.pickled(use.crossing):
+                crossing = use.crossing
+                if id(use.array) in reported or (crossing is not None and not model.pickled(crossing)):
                     continue
                 reported.add(id(use.array))
                 yield Report(
                     use.node,
-                    f"`{ctx.code(use.node)}` points at memory freed when {_send_text(ctx, model, use.crossing)} moved "
-                    "its tensor into shared memory: reads see garbage, writes reach nothing; make the array after the send",
+                    f"`{ctx.code(use.node)}` points at memory freed when {_mover_text(ctx, model, use)} moved its "
+                    "tensor into shared memory: reads see garbage, writes reach nothing; make the array after that",
                 )
 
 
-def _send_text(ctx: FileContext, model: ProcessModel, crossing: Crossing) -> str:
-    """The send, and for a child's argument the start method under which it is pickled."""
+def _mover_text(ctx: FileContext, model: ProcessModel, use: LeftBehindUse) -> str:
+    """The send (for a child's argument, with the start method under which it is pickled), or `share_memory_()`."""
+    crossing = use.crossing
+    if crossing is None:
+        return f"`{ctx.code(use.mover)}` (line {ctx.line(use.mover)})"
     if crossing.kind in ("process", "spawn"):
         return f"{crossing_text(ctx, crossing)}, pickling under {pickling_method_text(model.start_method(crossing))},"
     return crossing_text(ctx, crossing)

@@ -159,7 +159,8 @@ class ProcessFacts:
     #: as in `Crossing.channel`. What they return is the handle made at the call (its `node`).
     receives: dict[cst.Call, cst.CSTNode | str] = field(default_factory=dict)
     #: Uses (reads, writes) of a numpy array made from a tensor (`t.numpy()`) before a crossing sent the
-    #: tensor: pickling moved the tensor into shared memory and left the array on the freed memory (F33).
+    #: tensor or `t.share_memory_()`: either moved the tensor into shared memory and left the array on the
+    #: freed memory (F33, F48).
     left_behind_uses: list[LeftBehindUse] = field(default_factory=list)
 
     def left_behind(self, handle: Handle, crossing: Crossing) -> bool:
@@ -171,7 +172,8 @@ class ProcessFacts:
 class LeftBehindUse:
     node: cst.CSTNode  # where the array is named
     array: Handle  # made by the bridge (`node` of the handle: `t.numpy()`)
-    crossing: Crossing  # the send that moved the tensor
+    mover: cst.Call  # the send or `share_memory_()` that moved the tensor
+    crossing: Crossing | None  # the send (None: `share_memory_()`)
 
 
 class ProcessSemantics:
@@ -182,9 +184,9 @@ class ProcessSemantics:
         self._open: list[Crossing] = []
         self._by_node: dict[int, Crossing] = {}  # loops evaluate a call more than once
         self._attribute_objects: dict[int, ProcessObject] = {}  # by id of the call another method made them with
-        #: Arrays made from a tensor before a crossing sent it -> that crossing, until bound again.
-        self._left_behind: dict[Handle, Crossing] = {}
-        self._moved: set[Storage] = set()  # sent once already, or `share_memory_()`: a send moves nothing (F48)
+        #: Arrays made from a tensor before it moved -> the call that moved it and its crossing, until bound again.
+        self._left_behind: dict[Handle, tuple[cst.Call, Crossing | None]] = {}
+        self._moved: set[Storage] = set()  # in shared memory already: moving again moves nothing (F48)
         self._left_behind_uses: dict[tuple[int, int], LeftBehindUse] = {}
         #: Parameters known to receive a queue or pipe end (set by the module-level model).
         self.channel_parameters: frozenset[str] = frozenset()
@@ -212,7 +214,7 @@ class ProcessSemantics:
         method = func.attr.value
         if method in ("share_memory_", "share_memory"):
             self.process_facts.shared_on_purpose.update(h.storage for h in receiver.handles)
-            self._moved.update(h.storage for h in receiver.handles)  # in shared memory now: a send moves nothing
+            self._leave_arrays_behind(node, None, receiver.handles, state)
             return receiver  # returns self: `t = torch.zeros(1).share_memory_()`
         found = [
             self.process_facts.process_objects[h] for h in receiver.handles if h in self.process_facts.process_objects
@@ -267,9 +269,9 @@ class ProcessSemantics:
 
     def _note_left_behind_use(self, place: str, node: cst.CSTNode, state: State) -> None:
         for handle in state.env.get(place, ()):
-            crossing = self._left_behind.get(handle)
-            if crossing is not None:
-                self._left_behind_uses.setdefault((id(node), id(handle)), LeftBehindUse(node, handle, crossing))
+            moved = self._left_behind.get(handle)
+            if moved is not None:
+                self._left_behind_uses.setdefault((id(node), id(handle)), LeftBehindUse(node, handle, *moved))
 
     def _bound_again(self, handle: Handle) -> None:
         """A bridge run again (a loop's next pass) makes an array of the tensor's memory as it is now."""
@@ -349,7 +351,7 @@ class ProcessSemantics:
             )
         )
         if sync:
-            self._leave_arrays_behind(crossing, state)
+            self._leave_arrays_behind(crossing.node, crossing, crossing.sent.handles, state)
             return EMPTY
         self._open_crossing(crossing, state)
         return self._object(node, ProcessObject("processes", start_method))
@@ -386,7 +388,7 @@ class ProcessSemantics:
             )
         )
         if sync:
-            self._leave_arrays_behind(crossing, state)
+            self._leave_arrays_behind(crossing.node, crossing, crossing.sent.handles, state)
         else:
             self._open_crossing(crossing, state)
         return Value(frozenset({self._fresh(node, "", EMPTY)}))
@@ -424,23 +426,19 @@ class ProcessSemantics:
         if handles:
             state.held[_place(crossing)] = handles
             self._open.append(crossing)
-        self._leave_arrays_behind(crossing, state)
+        self._leave_arrays_behind(crossing.node, crossing, crossing.sent.handles, state)
 
-    def _leave_arrays_behind(self, crossing: Crossing, state: State) -> None:
-        """The arrays made by `t.numpy()` / `np.asarray(t)` from a tensor this crossing sends, if the tensor
-        is moved into shared memory by this send (F33). An array sent itself is pickled by value and moves
-        nothing; `torch.from_numpy(a)` sent leaves `a` on its own memory, which stays valid."""
-        moved = {
-            h.storage
-            for h in crossing.sent.handles
-            if h.role is None and not _array_only(h) and h.storage not in self._moved
-        }
+    def _leave_arrays_behind(self, mover: cst.Call, crossing: Crossing | None, tensors, state: State) -> None:
+        """The arrays made by `t.numpy()` / `np.asarray(t)` from the tensors a send (or `share_memory_()`)
+        moves into shared memory, if not moved before (F33, F48). An array sent itself is pickled by value and
+        moves nothing; `torch.from_numpy(a)` moved leaves `a` on its own memory, which stays valid."""
+        moved = {h.storage for h in tensors if h.role is None and not _array_only(h) and h.storage not in self._moved}
         if not moved:
             return
         self._moved |= moved
         for handle in state.live_handles():
             if handle.kind is AliasKind.NUMPY and _array_only(handle) and any(handle.storage.related(s) for s in moved):
-                self._left_behind.setdefault(handle, crossing)
+                self._left_behind.setdefault(handle, (mover, crossing))
 
     def _sent(self, handle: Handle, crossing: Crossing) -> Handle:
         sent = self._held_copy(("sent", id(crossing.node), id(handle)), handle, crossing.node)
