@@ -35,8 +35,9 @@ class Plain:
         pass
 
 class Looper:
-    def __init__(self):
+    def __init__(self, *, outbox):
         self.inbox = mp.Queue()
+        self.outbox = outbox
         self.worker = Process(target=self.loop)
 
     def loop(self):
@@ -48,6 +49,7 @@ class Looper:
 def main():
     raw, done = mp.Queue(), mp.Queue()
     Reader(raw, done).start()
+    Looper(outbox=done)
 """
 
 
@@ -79,3 +81,4 @@ def test_self_queues_are_the_calls_that_made_them():
     # made in `__init__`
     assert [module.code_for_node(node) for node in model.classes.channels[("Looper", "inbox")]] == ["mp.Queue()"]
     assert ("Looper", "worker") not in model.classes.channels  # a Process, not a channel
+    assert model.classes.channels[("Looper", "outbox")] == {done}  # a keyword-only parameter, passed by name

@@ -84,11 +84,13 @@ def _passed_channels(facts: list[ScopeFacts], init, value: cst.BaseExpression) -
     """`self.inbox = inbox`: the queues every construction `Worker(...)` of the module passes for `inbox`."""
     if not isinstance(value, cst.Name) or value.value not in init.params:
         return frozenset()
-    position = init.all_params.index(value.value) - 1  # `self` is not passed
+    name = value.value
+    # `self` is not passed; a keyword-only parameter is passed by name alone
+    position = init.all_params.index(name) - 1 if name in init.all_params else None
     made: set[cst.CSTNode] = set()
     for caller in facts:
         for key, passed in caller.outgoing.get(init.class_name, ()):
-            if key == position or key == value.value:
+            if key == name or (position is not None and key == position):
                 objects = caller.processes.process_objects
                 made.update(
                     h.node
