@@ -45,9 +45,10 @@ if TYPE_CHECKING:
 
 #: A function whose result its callers are judged by (semantic/summaries.py): it returns an
 #: `expand` view, the outputs of one split, a new Parameter or a tensor it made require grad;
-#: or a module (`return nn.Sequential(*layers)`, class_facts.py). Kept when a kept scope names it.
+#: or a container of layers (`return nn.Sequential(*layers)`, class_facts.py). Kept when a kept scope names it.
 SUMMARY_LINKS = tuple(
-    ".expand( .expand_as( broadcast_to( .chunk( split( unbind( Parameter( requires_grad nn. Sequential(".split()
+    ".expand( .expand_as( broadcast_to( .chunk( split( unbind( Parameter( requires_grad "
+    "Sequential( ModuleList( ModuleDict( ParameterList( ParameterDict(".split()
 )
 
 #: Off: every file is parsed in full (bench/fast_path_equality.py compares the two).

@@ -133,7 +133,7 @@ class ClassFactsBuilder:
         self._classes: dict[str, ClassFacts] = {}
         self._assignments: list[tuple[ClassFacts, str, cst.BaseExpression | None]] = []
         #: What each module-level function of the file returns, `return` by `return` (None: no value, a
-        #: `yield`, or a second definition): `self.net = build_mlp(...)` holds what `build_mlp` makes.
+        #: `yield`, or a second definition): `self.net = build_mlp(...)` holds the container it makes.
         self._returns: dict[str, list[cst.BaseExpression | None]] = {}
 
     def open_class(self, node: cst.ClassDef) -> ClassFacts:
@@ -192,10 +192,7 @@ class ClassFactsBuilder:
         kind = process_table().constructors.get(self._imports.qualify(value.func) or "")
         return kind in ("pool", "executor")
 
-    def _fact(
-        self, value: cst.BaseExpression | None, table: ClassTable, called: frozenset[str] = frozenset()
-    ) -> AttributeFact | None:
-        """`called`: the functions of the file whose returns led here (a recursive one is unknown)."""
+    def _fact(self, value: cst.BaseExpression | None, table: ClassTable) -> AttributeFact | None:
         if not isinstance(value, cst.Call):
             return None
         if self._expands(value):
@@ -214,17 +211,20 @@ class ClassFactsBuilder:
             return AttributeFact(Held.MODULE, module, elements=self._layer_class(value, table))
         if qualified is None and table.is_module_class(name):
             return AttributeFact(Held.MODULE, name)
-        if qualified is None and name in self._returns and name not in called:
-            return self._returned_module(name, table, called | {name})
+        if qualified is None and name in self._returns:
+            return self._returned_container(name, table)
         return None
 
-    def _returned_module(self, function: str, table: ClassTable, called: frozenset[str]) -> AttributeFact | None:
-        """`def build_mlp(...): return nn.Sequential(*layers)`: the module every `return` makes."""
-        facts = {self._fact(value, table, called) for value in self._returns[function]}
-        if len(facts) != 1:
-            return None
-        (fact,) = facts
-        return fact if fact is not None and fact.held is Held.MODULE else None
+    def _returned_container(self, function: str, table: ClassTable) -> AttributeFact | None:
+        """`def build_mlp(...): return nn.Sequential(*layers)`: the container of layers every `return`
+        builds (the fast path keeps such a function by its `Sequential(`, `ModuleList(`, ...)."""
+        facts = set()
+        for value in self._returns[function]:
+            module = _torch_module(self._imports.qualify(value.func) or "") if isinstance(value, cst.Call) else None
+            if module not in knowledge().container_modules:
+                return None
+            facts.add(AttributeFact(Held.MODULE, module, elements=self._layer_class(value, table)))
+        return facts.pop() if len(facts) == 1 else None
 
     def _layer_class(self, container: cst.Call, table: ClassTable) -> str | None:
         """`nn.ModuleList(Block(d) for _ in range(n))`, `nn.ModuleList([Block(d) for ...])`: each layer's class."""
