@@ -97,7 +97,7 @@ from torch import relu_ as rectify
 class Net(nn.Module):
     def forward(self, x):
         rectify(x)
-        return x
+        return x * 2
 """,
     "import inside a hollowed function": """
 def helper():

@@ -144,6 +144,18 @@ def masked_softmax(scores, mask=None):
     return torch.softmax(scaled, dim=-1)
 """,
         """
+import torch
+
+def mask_scores(scores, mask):
+    scores.masked_fill_(mask, -10000.0)
+    return scores
+
+def scaled_masked_softmax(scores, mask, scale):
+    scores = scores * scale
+    masked = mask_scores(scores, mask) if mask is not None else scores
+    return torch.softmax(masked, dim=-1)
+""",
+        """
 import torch.nn as nn
 
 class LoRAAdapter(nn.Module):

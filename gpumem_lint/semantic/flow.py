@@ -731,6 +731,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             skipped = state.copy()  # the arms are exclusive: `orelse` never sees what `body` wrote
             body = self._eval_narrowed(node.body, node.test, True, state)
             orelse = self._eval_narrowed(node.orelse, node.test, False, skipped)
+            orelse = self._unwritten_on_its_path(orelse, node, state, skipped)
             state.absorb(skipped)
             return Value(
                 body.handles | orelse.handles,
@@ -1229,6 +1230,19 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             self._narrow(check[0], check[1] == holds, state)
         self._narrow_grad(test, holds, state)
         return state
+
+    def _unwritten_on_its_path(self, value: Value, node: cst.IfExp, written: State, skipped: State) -> Value:
+        """`f(x) if c else x`, where `f` writes `x`: on the path that gives `x` nothing wrote it, so what the
+        expression gives there is `x` as it was, an alias made after the write, not `x` read again."""
+        fresh = {
+            handle
+            for handle in value.handles
+            if written.stale.get(handle, frozenset()) - skipped.stale.get(handle, frozenset())
+        }
+        if not fresh:
+            return value
+        realiased = self._alias(Value(frozenset(fresh), value.tensor, value.ndarray), node, AliasKind.VIEW)
+        return value.with_handles((value.handles - fresh) | realiased.handles)
 
     def _eval_narrowed(self, node: cst.BaseExpression, test: cst.BaseExpression, holds: bool, state: State) -> Value:
         """One arm of `a if test else b`, evaluated in `state` (the arm's own path, joined with the other's
