@@ -184,6 +184,8 @@ class ClassFactsBuilder:
                 workers = value if self._makes_workers(value) else None
                 known = owner.workers.get(attribute, workers)
                 owner.workers[attribute] = workers if known is workers else None
+        for facts in self._classes.values():
+            _keep_module_steps(facts)
         return table
 
     def _makes_workers(self, value: cst.BaseExpression | None) -> bool:
@@ -258,6 +260,17 @@ class ClassFactsBuilder:
             owner.attributes[attribute] = None
         else:
             owner.attributes[attribute] = fact
+
+
+def _keep_module_steps(facts: ClassFacts) -> None:
+    """An optimizer steps `self` or attributes known to hold a module (`self.vae`); one given anything
+    else (an attribute holding something unknown, another optimizer) is unknown, as if unseen."""
+    for attribute, fact in facts.attributes.items():
+        if fact is None or fact.held is not Held.OPTIMIZER:
+            continue
+        held = [facts.attributes.get(step.removeprefix("self."), None) for step in fact.steps if step != "self"]
+        if not all(other is not None and other.held is Held.MODULE for other in held):
+            facts.attributes[attribute] = None
 
 
 def _is_optimizer(qualified: str) -> bool:
