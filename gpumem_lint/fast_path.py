@@ -663,8 +663,8 @@ class _Reducer:
     def _keep_class_facts(self, unit: _Unit) -> None:
         """What a class's instances hold, which its kept methods and the kept scopes that name it
         read: its header and the methods that state it (a method that only reads `self.*` is not
-        needed to judge another), those that use an attribute holding an `inplace` module
-        (calling it is a write), and a `forward` that returns (what calling the module gives back)."""
+        needed to judge another), and those that use an attribute holding an `inplace` module
+        (calling it is a write)."""
         inplace = set()
         if self.index.contains("inplace", unit.start, unit.end):
             inplace = self.scan.inplace_attributes(unit.start, unit.end)
@@ -677,7 +677,6 @@ class _Reducer:
                     shows(_FACT_CALLS, start, end)
                     or _any_between(self_stores, start, end)
                     or (uses_inplace is not None and shows(uses_inplace, start, end))
-                    or (member.node.name == "forward" and self.index.contains("return", start, end))
                 )
 
     def _settle(self, unit: _Unit) -> None:

@@ -13,7 +13,7 @@ from gpumem_lint.knowledge.memory_api import memory_api
 from gpumem_lint.semantic.imports import dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import constructed_ndim
 from gpumem_lint.semantic.literals import announces_inplace, called_name, is_constant, keyword, split_like_tensor
-from gpumem_lint.semantic.summaries import Output, Returns
+from gpumem_lint.semantic.summaries import Returns
 from gpumem_lint.semantic.values import EMPTY, AliasKind, Grad, Role, State, Storage, Value
 from gpumem_lint.semantic.walk import Walker
 
@@ -75,8 +75,6 @@ class CallSemantics:
         # `self.squeeze(x)` of a submodule named like a Tensor method runs the module, not the method
         submodule = attribute and callee is not None and any(h.module is not None for h in callee.handles)
         result = self._call_result(node, func, name, qualified, None if submodule else receiver, args, state)
-        if method is not None and method in self.outputs:
-            result = self._module_output(result, node, self.outputs[method])
         self._mark_blank(node, qualified, result)
         self._mark_host(node, qualified, result)
         self._call_grad(node, result, callee, [receiver, *args] if receiver is not None else args, qualified)
@@ -168,16 +166,6 @@ class CallSemantics:
         (owner,) = owners
         method = classes.called_method(owner) if owner is not None else None
         return f"{owner}.{method}" if method is not None else None
-
-    def _module_output(self, result: Value, node: cst.Call, output: Output) -> Value:
-        """`model(x)` of a module of this file whose `forward` returns a tensor (or a tuple of them):
-        what the call made is that tensor (those tensors)."""
-        made = [handle for handle in result.handles if handle.node is node and handle.kind is AliasKind.OWN]
-        if not made:
-            return result
-        for handle in made:
-            handle.tensor = True
-        return Value(result.handles, tensor=output is Output.TENSOR, container=output is Output.TENSORS)
 
     def _call_object(self, method: str, node: cst.Call, args: list[Value], state: State) -> None:
         """What the method receives (after `self`), and the arguments it writes."""

@@ -34,7 +34,7 @@ from gpumem_lint.semantic.processes import ProcessFacts, ProcessSemantics
 from gpumem_lint.semantic.releases import ReleaseSemantics, Retained
 from gpumem_lint.semantic.saved import SavedSemantics, SavedWrite
 from gpumem_lint.semantic.scopes import Scope
-from gpumem_lint.semantic.summaries import Output, Returns, SummaryKey, module_output, summarise
+from gpumem_lint.semantic.summaries import Returns, SummaryKey, summarise
 from gpumem_lint.semantic.values import (
     EMPTY,
     REBINDING_OPS,
@@ -104,7 +104,6 @@ class ScopeFacts:
     returns_value: bool = False  # some `return` gives a value other than a constant (`None`, `False`, `0`)
     returns: Returns | None = None  # what every `return` gives back, for its callers (summaries.py)
     returns_grad: Grad = Grad.UNKNOWN  # the most any returned tensor requires (NO: only indices, masks)
-    output: Output | None = None  # a tensor, or a tuple of them, from every `return` (a forward's, summaries.py)
 
     @property
     def autograd_writes(self) -> list[Write]:
@@ -151,14 +150,12 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         mutators: dict[str, Mutator] | None = None,
         passed: dict[str, Passed] | None = None,
         returns: dict[SummaryKey, Returns] | None = None,
-        outputs: dict[str, Output] | None = None,
     ) -> None:
         self.scope = scope
         self.imports = imports
         self.mutators = mutators or {}
         self.passed = passed or {}  # what this file's callers pass for each parameter
         self.returns = returns or {}  # what this file's functions return (summaries.py)
-        self.outputs = outputs or {}  # what calling a module of this file returns: `Block.forward` -> a tensor
         self.outgoing: dict[str, list[tuple[int | str, Value]]] = {}  # arguments of calls to bare names
         self.object_calls: set[str] = set()  # `Normalize.__call__`: methods run by calling an object
         self.k: Knowledge = knowledge()
@@ -246,7 +243,6 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             filled_params=frozenset(self._filled_params | self._written_unread(writes)),
             returns_value=bool(self._return_values),
             returns=summarise(self._return_values, self.scope.all_params) if self.scope.is_function else None,
-            output=module_output(self._return_values) if self.scope.is_method else None,
             returns_grad=max(
                 (handle.grad for value in self._return_values for handle in value.handles), default=Grad.UNKNOWN
             ),

@@ -10,7 +10,7 @@ from gpumem_lint.semantic.call_depth import FOLLOWED_CALLS
 from gpumem_lint.semantic.flow import Mutator, ScopeAnalyzer, ScopeFacts
 from gpumem_lint.semantic.imports import ImportTable
 from gpumem_lint.semantic.scopes import Scope, ScopeCollector
-from gpumem_lint.semantic.summaries import Output, Returns, SummaryKey
+from gpumem_lint.semantic.summaries import Returns, SummaryKey
 from gpumem_lint.semantic.values import Grad, Passed
 
 
@@ -33,16 +33,15 @@ class SemanticModel:
         mutators = _mutators(facts)
         passed = _passed(facts)
         returns = _returns(facts)
-        outputs = _outputs(facts)
-        if mutators or passed or returns or outputs:
+        if mutators or passed or returns:
             # Second pass, only where needed: a call to a function that writes its argument is a
             # write at the call site, so the caller's later reads count; a function whose callers
             # pass tensors that require grad starts from what they pass; a call's result is what
-            # the function returns, and a module's call what its forward returns.
+            # the function returns.
             facts = [
-                ScopeAnalyzer(f.scope, collector.imports, mutators, passed.get(id(f.scope)), returns, outputs).run()
+                ScopeAnalyzer(f.scope, collector.imports, mutators, passed.get(id(f.scope)), returns).run()
                 if f.scope.calls & mutators.keys()
-                or f.object_calls & (mutators.keys() | outputs.keys())
+                or f.object_calls & mutators.keys()
                 or id(f.scope) in passed
                 or _calls_summarised(f.scope, returns)
                 else f
@@ -58,7 +57,7 @@ class SemanticModel:
                     break
                 passed = deeper
                 facts = [
-                    ScopeAnalyzer(f.scope, collector.imports, mutators, passed[id(f.scope)], returns, outputs).run()
+                    ScopeAnalyzer(f.scope, collector.imports, mutators, passed[id(f.scope)], returns).run()
                     if id(f.scope) in changed
                     else f
                     for f in facts
@@ -100,20 +99,6 @@ def _returns(facts: list[ScopeFacts]) -> dict[SummaryKey, Returns]:
         if fact.returns is not None and not scope.enclosing:
             found[scope.class_name, scope.name] = fact.returns
     return found
-
-
-def _outputs(facts: list[ScopeFacts]) -> dict[str, Output]:
-    """What calling a module of this file returns, by the forward it runs (`Block.forward`): tensors
-    that require grad, as a module's output does, unless the forward returns only what never does
-    (indices, masks: F26), which then stays unknown."""
-    return {
-        key: fact.output
-        for fact in facts
-        if fact.output is not None
-        and fact.returns_grad is not Grad.NO
-        and (key := called_key(fact.scope)) is not None
-        and key.endswith(".forward")
-    }
 
 
 def _calls_summarised(scope: Scope, returns: dict[SummaryKey, Returns]) -> bool:

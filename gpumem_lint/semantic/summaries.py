@@ -14,7 +14,6 @@ that the rules reading stale aliases have not been reviewed with.
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import NamedTuple
 
 import libcst as cst
@@ -43,23 +42,6 @@ class Returns(NamedTuple):
             if arg.keyword is None and self.position is not None and position + skip == self.position:
                 return value
         return None
-
-
-class Output(str, Enum):
-    """What calling a module of this file gives back, as its `forward` returns it."""
-
-    TENSOR = "tensor"  # `return self.head(h)`
-    TENSORS = "tensors"  # `return (logits,)`, `return logits, hidden`: a tuple of them
-
-
-def module_output(returned: list[Value]) -> Output | None:
-    """The one thing every `return` gives back, when each is a tensor, or each a tuple of tensors."""
-    found: set[Output] = set()
-    for value in returned:
-        if not value.handles or not all(handle.tensor for handle in value.handles):
-            return None
-        found.add(Output.TENSORS if value.container else Output.TENSOR)
-    return found.pop() if len(found) == 1 else None
 
 
 #: Where a summary is found: (class name, function name), the class None for module-level functions.
