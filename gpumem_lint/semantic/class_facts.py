@@ -9,6 +9,7 @@ so that a method which swaps it out is never judged by what another method store
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -68,6 +69,13 @@ class ClassTable:
 
     def is_module_class(self, name: str) -> bool:
         """A class of this file that derives from `nn.Module`, directly or through others here."""
+        return self._derives(name, lambda base: _torch_module(base) is not None)
+
+    def derives_from(self, name: str, qualified: frozenset[str]) -> bool:
+        """A class of this file that derives from one of the `qualified` classes, directly or through others here."""
+        return self._derives(name, qualified.__contains__)
+
+    def _derives(self, name: str, matches: Callable[[str], bool]) -> bool:
         seen: set[str] = set()
         pending = [name]
         while pending:
@@ -76,24 +84,9 @@ class ClassTable:
                 continue
             seen.add(current)
             for base in self._classes[current].bases:
-                if _torch_module(base) is not None:
+                if matches(base):
                     return True
                 pending.append(base)
-        return False
-
-    def derives_from(self, name: str, qualified: frozenset[str]) -> bool:
-        """A class of this file that derives from one of the `qualified` classes, directly or through others here."""
-        seen: set[str] = set()
-        pending = [name]
-        while pending:
-            current = pending.pop()
-            if current in seen or current not in self._classes:
-                continue
-            seen.add(current)
-            bases = self._classes[current].bases
-            if qualified.intersection(bases):
-                return True
-            pending.extend(bases)
         return False
 
     def workers(self, name: str, attribute: str) -> cst.Call | None:
