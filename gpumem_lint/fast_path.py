@@ -44,10 +44,11 @@ if TYPE_CHECKING:
     from gpumem_lint.rules.base import Rule
 
 #: A function whose result its callers are judged by (semantic/summaries.py): it returns an
-#: `expand` view, the outputs of one split, a new Parameter or a tensor it made require grad;
-#: or a container of layers (`return nn.Sequential(*layers)`, class_facts.py). Kept when a kept scope names it.
+#: `expand` view, the outputs of one split, a new Parameter or a tensor it made require grad,
+#: host memory (`.cpu()`, a CPU load); or a container of layers (`return nn.Sequential(*layers)`,
+#: class_facts.py). Kept when a kept scope names it.
 SUMMARY_LINKS = tuple(
-    ".expand( .expand_as( broadcast_to( .chunk( split( unbind( Parameter( requires_grad "
+    ".expand( .expand_as( broadcast_to( .chunk( split( unbind( Parameter( requires_grad .cpu( map_location "
     "Sequential( ModuleList( ModuleDict( ParameterList( ParameterDict(".split()
 )
 

@@ -220,6 +220,20 @@ _PROGRAMS = {
         """,
         False,
     ),
+    # `shard` holds the last key's tensor; the loaded dict's other tensors go with `del`.
+    "one_item_of_a_dict_kept": (
+        """
+        def load():
+            return {"a": torch.randn(64), "b": torch.randn(64)}
+
+        state_dict = load()
+        for key in sorted(state_dict.keys()):
+            shard = {key: state_dict[key]}
+        del state_dict
+        torch.cuda.empty_cache()
+        """,
+        False,
+    ),
     # CPython 3.11+ moves a temporary argument into the callee's frame: `del` there frees it.
     "temporary_argument": (
         """

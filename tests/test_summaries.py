@@ -27,6 +27,10 @@ def _facts(source: str) -> dict[str, object]:
         ("def f(scale, x):\n    return x.split(2)\n", Returns(AliasKind.MULTI_VIEW, "x", 1)),
         ("def f(n):\n    return nn.Parameter(torch.randn(n))\n", Returns(AliasKind.OWN)),
         ("def f(n):\n    return torch.randn(n, requires_grad=True)\n", Returns(AliasKind.OWN)),
+        # Host memory (F49): a `.cpu()` copy, its `.numpy()`, a CPU load; not where one path returns the argument.
+        ("def f(t):\n    return t.detach().cpu().numpy()\n", Returns(AliasKind.OWN, host=True)),
+        ("def f(path):\n    return torch.load(path, map_location='cpu')\n", Returns(AliasKind.OWN, host=True)),
+        ("def f(t, keep):\n    if keep:\n        return t\n    return t.cpu()\n", None),
         # Not summarised: returns that disagree, a plain tensor, the argument itself, a generator.
         (
             "def f(n, shared):\n    if shared:\n        return torch.zeros(1).expand(n)\n    return torch.zeros(n)\n",

@@ -15,8 +15,10 @@ class EmptyCacheAfterDelStillReferenced(Rule):
     `x`'s memory: a name or attribute bound to it (`self.last = x`), a list or dict made in the same
     function that holds it (`outputs.append(x)`, `{"model": x}`), a view or alias of it (`x[0]`,
     `x.view(...)`, `x.detach()`, `x.numpy()`, `x.state_dict()`), or an optimizer built directly from
-    `x.parameters()`. Memory known to be on the host (`t.cpu()`, `torch.load(f, map_location="cpu")`)
-    is not judged: the CUDA cache never holds it (docs/facts.md F49).
+    `x.parameters()`. A container holding one item of `x` (`{k: x[k]}`) keeps only that item. Memory
+    known to be on the host (`t.cpu()`, `torch.load(f, map_location="cpu")`, a function of this file
+    every `return` of which gives such memory) is not judged: the CUDA cache never holds it
+    (docs/facts.md F49).
 
     ## Why is this bad?
     `del x` removes a name, not a tensor: the memory is freed only with the last reference.
@@ -173,6 +175,34 @@ def load_weights(model, path):
     model.load_state_dict(state_dict)
     del checkpoint
     torch.cuda.empty_cache()
+""",
+        # a function whose every return is host memory gives host memory (F49): `kept` holds none of the cache's
+        """
+import torch
+
+def to_image(t):
+    return t.detach().cpu().numpy()
+
+def restore(model, batch):
+    with torch.no_grad():
+        out = to_image(model(batch.cuda()))
+        kept = out
+    del out
+    torch.cuda.empty_cache()
+    return kept
+""",
+        # `shard` holds one item of the loaded dict, not the dict: `del` frees the other tensors
+        """
+import torch
+
+def reshard(paths):
+    for path in paths:
+        state_dict = torch.load(path, map_location="cuda")
+        for key in sorted(state_dict.keys()):
+            shard = {key: state_dict[key]}
+            torch.save(shard, f"{path}.{key}")
+        del state_dict
+        torch.cuda.empty_cache()
 """,
     )
     INVALID = (

@@ -180,7 +180,12 @@ class CallSemantics:
             self._write_mutated_arguments(self.mutators[method], node, args, state, skip=1)
 
     def _summarised_result(self, summary: Returns, node: cst.Call, args: list[Value], skip: int) -> Value:
-        """`make_mask(n)`, `split_heads(x)`: what the function returns, made at the call."""
+        """`make_mask(n)`, `split_heads(x)`, `to_image(t)`: what the function returns, made at the call."""
+        if summary.host:  # no more known of it than of another call's result, but where its memory is
+            result = self._fresh_value(node)
+            for handle in result.handles:
+                handle.storage.host = True
+            return result
         if summary.param is not None:
             argument = summary.argument(node, args, skip)
             if argument is None:

@@ -4,10 +4,11 @@ refers to, so the allocator has nothing of theirs to return.
 
 What still refers to it: another place bound to the same object or an alias of it (`self.last = x`,
 `y = x`, a view `x[0]`, `x.detach()`, `x.numpy()`, `x.state_dict()`), a list or dict made in this
-function that holds it (`outputs.append(x)`, `{"model": x}`), or an optimizer built directly from its
-`parameters()` (it keeps them in `param_groups`). A parameter of the function is not judged by itself:
-the caller may hold it, or may have passed a temporary, which CPython 3.11+ moves into the callee's
-frame (so `del` there does free it), nor is host memory (`t.cpu()`, `torch.load(f, map_location="cpu")`),
+function that holds it (`outputs.append(x)`, `{"model": x}`; one holding an item of it, `{k: sd[k]}`,
+keeps only that item), or an optimizer built directly from its `parameters()` (it keeps them in
+`param_groups`). A parameter of the function is not judged by itself: the caller may hold it, or may
+have passed a temporary, which CPython 3.11+ moves into the callee's frame (so `del` there does free
+it), nor is host memory (`t.cpu()`, `torch.load(f, map_location="cpu")`),
 which the CUDA cache never holds (F49). Mixed into `ScopeAnalyzer`, which calls `_note_statement` at
 each small statement, `_note_delete` at each `del` target and `_note_release_call` at each call.
 Measured in tests/test_release_facts.py (docs/facts.md F32).
@@ -94,15 +95,21 @@ def _holder(deleted_handle: Handle, state: State, deleted) -> tuple[str, Handle]
                 return place, handle
             # `loss = out["loss"]` is one item of what `out` held: the rest is freed. A view keeps all
             # of a tensor's storage.
-            if handle.role is None and not handle.element and _refers(handle, storages):
+            if handle.role is None and not _item(handle) and _refers(handle, storages):
                 return place, handle
     for place, held in state.held.items():
         if state.env.get(place):
             continue  # an object of unknown class (`meter.add(x)` may keep a sum, not x)
         for handle in held:
-            if _refers(handle, storages):
+            if not _item(handle) and _refers(handle, storages):
                 return place, handle
     return None
+
+
+def _item(handle: Handle) -> bool:
+    """One item of a container, or what holds one: `{k: state_dict[k]}` keeps the tensor under k,
+    not the rest of `state_dict`."""
+    return any(h.element for h in handle.chain())
 
 
 def _refers(handle: Handle, storages: set) -> bool:

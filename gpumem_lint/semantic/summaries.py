@@ -7,9 +7,10 @@ caller composes the summary at the call (calls.py), so the rules that judge the 
 the value it reaches.
 
 Only values whose hazard does not depend on other aliases are summarised: an `expand` view,
-the several outputs of one split, a fresh leaf that requires grad. A function that returns
-its argument itself, or a plain view of it, is not (yet): its callers would see new aliases
-that the rules reading stale aliases have not been reviewed with.
+the several outputs of one split, a fresh leaf that requires grad, host memory (every `return`
+gives a `.cpu()` copy, its `.numpy()` or a CPU load: F49, nothing of it is the CUDA cache's). A
+function that returns its argument itself, or a plain view of it, is not (yet): its callers would
+see new aliases that the rules reading stale aliases have not been reviewed with.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ _SUMMARISED = frozenset({AliasKind.EXPAND, AliasKind.MULTI_VIEW})
 class Returns(NamedTuple):
     """What every `return` of a function gives back."""
 
-    kind: AliasKind  # EXPAND, MULTI_VIEW, or OWN (a fresh leaf that requires grad)
+    kind: AliasKind  # EXPAND, MULTI_VIEW, or OWN (a fresh leaf that requires grad, or host memory)
     param: str | None = None  # the parameter whose memory it is an alias of; None for fresh memory
     position: int | None = None  # that parameter's position, `self` included
+    host: bool = False  # host memory (`return t.cpu().numpy()`), which the CUDA allocator never holds (F49)
 
     def argument(self, node: cst.Call, args: list[Value], skip: int) -> Value | None:
         """What the call passes for the parameter (`skip` leading parameters are bound already:
@@ -50,6 +52,8 @@ SummaryKey = tuple[str | None, str]
 
 def summarise(returned: list[Value], params: tuple[str, ...]) -> Returns | None:
     """The one thing all `returned` values are, or None when they differ or are not summarised."""
+    if returned and all(value.handles and all(h.storage.host for h in value.handles) for value in returned):
+        return Returns(AliasKind.OWN, host=True)
     found: set[Returns] = set()
     for value in returned:
         if value.container or not value.handles:
