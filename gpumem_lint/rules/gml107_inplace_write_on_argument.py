@@ -513,7 +513,7 @@ class AddNorm(nn.Module):
             hidden += residual
         residual = hidden
         variance = hidden.to(torch.float32).pow(2).mean(-1, keepdim=True)
-        return self.weight * hidden * torch.rsqrt(variance + 1e-6), residual
+        return hidden * torch.rsqrt(variance + 1e-6), residual
 
 norm = AddNorm()
 
@@ -521,6 +521,9 @@ def block(tokens, residual, embed, mlp):
     embedded = embed(tokens)
     normed, residual = norm(embedded, residual)
     return mlp(normed) + embedded, residual
+
+out, _ = block(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 1.0]), torch.clone, torch.zeros_like)
+print(out.tolist())
 """,
             (8,),
             fixed="""
@@ -533,7 +536,7 @@ class AddNorm(nn.Module):
             hidden = hidden + residual
         residual = hidden
         variance = hidden.to(torch.float32).pow(2).mean(-1, keepdim=True)
-        return self.weight * hidden * torch.rsqrt(variance + 1e-6), residual
+        return hidden * torch.rsqrt(variance + 1e-6), residual
 
 norm = AddNorm()
 
@@ -541,7 +544,11 @@ def block(tokens, residual, embed, mlp):
     embedded = embed(tokens)
     normed, residual = norm(embedded, residual)
     return mlp(normed) + embedded, residual
+
+out, _ = block(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 1.0]), torch.clone, torch.zeros_like)
+print(out.tolist())
 """,
+            prints="[1.0, 2.0]",
         ),
         Invalid(
             """
