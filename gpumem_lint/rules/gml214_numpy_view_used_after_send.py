@@ -242,8 +242,8 @@ if __name__ == "__main__":
                 reported.add(id(use.array))
                 yield Report(
                     use.node,
-                    f"`{ctx.code(use.node)}` points at memory freed when {_mover_text(ctx, model, use)} moved its "
-                    "tensor into shared memory: reads see garbage, writes reach nothing; make the array after that",
+                    f"`{ctx.code(use.node)}` reads or writes freed memory: {_mover_text(ctx, model, use)} moved its "
+                    "tensor into shared memory",
                 )
 
 
