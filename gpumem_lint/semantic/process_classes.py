@@ -44,9 +44,9 @@ def process_classes(facts: list[ScopeFacts]) -> ProcessClasses:
         if scope.name == "run" and scope.classes.derives_from(scope.class_name, process_bases):
             child.add((scope.class_name, scope.name))
         for crossing in each.processes.crossings:
-            target = crossing.target
-            if crossing.kind == "process" and _self_attribute(target) is not None:
-                child.add((scope.class_name, _self_attribute(target)))
+            method = _self_attribute(crossing.target) if crossing.kind == "process" else None
+            if method is not None:  # `Process(target=self.loop)`
+                child.add((scope.class_name, method))
         if scope.name == "__init__":
             for attribute, value in _assigned(scope.node):
                 made = _made_here(each, value) or _passed_channels(facts, scope, value)
