@@ -32,6 +32,9 @@ class MemoryApi:
     host_methods: frozenset[str]  # `x.cpu()`: a result in host memory
     host_load_functions: frozenset[str]  # `torch.load(f, map_location="cpu")`: host memory at these locations
     host_locations: frozenset[str]
+    host_loader_methods: frozenset[str]  # `AutoModel.from_pretrained(name)`: host memory without a placement keyword
+    placement_keywords: frozenset[str]
+    moving_methods: frozenset[str]  # `model.to("cuda")`: the object itself moves
 
 
 @cache
@@ -54,4 +57,7 @@ def memory_api() -> MemoryApi:
         host_methods=frozenset(data["host_memory"]["methods"]),
         host_load_functions=frozenset(data["host_memory"]["load_functions"]),
         host_locations=frozenset(data["host_memory"]["locations"]),
+        host_loader_methods=frozenset(data["host_memory"]["loader_methods"]),
+        placement_keywords=frozenset(data["host_memory"]["placement_keywords"]),
+        moving_methods=frozenset(data["host_memory"]["moving_methods"]),
     )

@@ -20,7 +20,8 @@ class InplaceWriteOnGradLeaf(Rule):
     Parameters (`nn.Parameter(...)`, a module's `weight` and `bias` as `torch.nn`'s own
     classes and this file's `__init__` methods define them, the items of
     `model.parameters()`), tensors made with `requires_grad=True`, and tensors after
-    `requires_grad_()`.
+    `requires_grad_()`. A Parameter made with `requires_grad=False` is not one, also when a
+    method or function of the file builds it and `register_parameter` registers what it returns.
 
     ## Why is this bad?
     Autograd cannot record a change to the very tensor it differentiates with respect
@@ -238,8 +239,74 @@ def load_sparse(config, weights):
     model.proj.weight.copy_(weights["proj.weight"])
     return model
 """,
+        # a registered Parameter made with `requires_grad=False`, by the method that builds it
+        """
+import torch
+from torch import nn
+
+
+class Embedding(nn.Module):
+    def __init__(self, vocab, width):
+        super().__init__()
+        self.register_parameter("weight", self.create_weight(vocab, width))
+
+    @staticmethod
+    def create_weight(vocab, width):
+        weight = nn.Parameter(torch.zeros(vocab, width), requires_grad=False)
+        return weight
+
+    def load(self, loaded, padding_idx):
+        self.weight.copy_(loaded)
+        self.weight[padding_idx] = 0
+""",
     )
     INVALID = (
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.register_parameter("scale", self.initial_scale(width))
+
+    @staticmethod
+    def initial_scale(width):
+        scale = nn.Parameter(torch.ones(width))
+        return scale
+
+    def reset(self):
+        self.scale[0] = 0
+
+
+Gate(4).reset()
+""",
+            (17,),
+            fixed="""
+import torch
+from torch import nn
+
+
+class Gate(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.register_parameter("scale", self.initial_scale(width))
+
+    @staticmethod
+    def initial_scale(width):
+        scale = nn.Parameter(torch.ones(width))
+        return scale
+
+    def reset(self):
+        with torch.no_grad():
+            self.scale[0] = 0
+
+
+Gate(4).reset()
+""",
+        ),
         Invalid(
             """
 import torch.nn as nn

@@ -16,9 +16,10 @@ class EmptyCacheAfterDelStillReferenced(Rule):
     function that holds it (`outputs.append(x)`, `{"model": x}`), a view or alias of it (`x[0]`,
     `x.view(...)`, `x.detach()`, `x.numpy()`, `x.state_dict()`), or an optimizer built directly from
     `x.parameters()`. A container holding one item of `x` (`{k: x[k]}`) keeps only that item. Memory
-    known to be on the host (`t.cpu()`, `torch.load(f, map_location="cpu")`, a function of this file
-    every `return` of which gives such memory) is not judged: the CUDA cache never holds it
-    (docs/facts.md F49).
+    known to be on the host (`t.cpu()`, `torch.load(f, map_location="cpu")`, a `from_pretrained(...)`
+    given no `device_map=` or `device=` and not moved since, what such an object holds, a function of
+    this file every `return` of which gives such memory) is not judged: the CUDA cache never holds it
+    (docs/facts.md F49, F50).
 
     ## Why is this bad?
     `del x` removes a name, not a tensor: the memory is freed only with the last reference.
@@ -40,7 +41,9 @@ class EmptyCacheAfterDelStillReferenced(Rule):
     the callee's frame, where `del` does free it. A name that may hold one of several objects (bound
     in the arms of an `if`, or anew by a loop) is not judged: which one a holder keeps may depend on a
     flag the del is also under. A holder bound on only one path is reported: on that path the memory
-    stays.
+    stays. A `from_pretrained(...)` without a placement is taken to load on the CPU even under
+    `with torch.device("cuda"):` or after `torch.set_default_device("cuda")`, where transformers
+    loads on that device (F50): such a program's finding is missed.
 
     ## Example
     ```python
@@ -191,6 +194,20 @@ def restore(model, batch):
     torch.cuda.empty_cache()
     return kept
 """,
+        # loaded without a device: a pipeline and its parts on the host (F50), whatever `weights` keeps
+        """
+import torch
+from diffusers import DiffusionPipeline
+
+def reference_names(path):
+    pipe = DiffusionPipeline.from_pretrained(path, torch_dtype=torch.float32)
+    transformer = pipe.transformer
+    weights = transformer.state_dict()
+    del pipe
+    del transformer
+    torch.cuda.empty_cache()
+    return list(weights)
+""",
         # `shard` holds one item of the loaded dict, not the dict: `del` frees the other tensors
         """
 import torch
@@ -217,6 +234,23 @@ del model
 torch.cuda.empty_cache()
 """,
             (7,),
+        ),
+        Invalid(
+            """
+import torch
+from diffusers import DiffusionPipeline
+
+def reference_names(path):
+    pipe = DiffusionPipeline.from_pretrained(path, torch_dtype=torch.float16)
+    pipe.to("cuda")
+    transformer = pipe.transformer
+    weights = transformer.state_dict()
+    del pipe
+    del transformer
+    torch.cuda.empty_cache()
+    return list(weights)
+""",
+            (11,),
         ),
         Invalid(
             """

@@ -77,6 +77,7 @@ class CallSemantics:
         result = self._call_result(node, func, name, qualified, None if submodule else receiver, args, state)
         self._mark_blank(node, qualified, result)
         self._mark_host(node, qualified, result)
+        self._move_off_host(node, receiver)
         self._call_grad(node, result, callee, [receiver, *args] if receiver is not None else args, qualified)
         self._save_call(node, qualified, receiver, args, callee, result, state)
         ndim = constructed_ndim(node, qualified, self.k) if qualified is not None else None
@@ -403,19 +404,37 @@ class CallSemantics:
                     self._filled.discard(handle.storage)  # run again by a loop: new memory
 
     def _mark_host(self, node: cst.Call, qualified: str | None, result: Value) -> None:
-        """`x.cpu()`, `torch.load(f, map_location="cpu")`: host memory, which the CUDA allocator never holds (F49)."""
+        """`x.cpu()`, `torch.load(f, map_location="cpu")`, `AutoModel.from_pretrained(name)`: host memory,
+        which the CUDA allocator never holds (F49, F50)."""
         api = memory_api()
+        method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
         if qualified in api.host_load_functions:
             location = keyword(node, "map_location")
             if location is None and len(node.args) > 1 and node.args[1].keyword is None:
                 location = node.args[1].value
             if not self._names_location(location, api.host_locations):
                 return
-        elif not (isinstance(node.func, cst.Attribute) and node.func.attr.value in api.host_methods and not node.args):
+        elif method in api.host_loader_methods:
+            if any(arg.star == "**" or arg.keyword is not None and arg.keyword.value in api.placement_keywords for arg in node.args):
+                return
+        elif not (method in api.host_methods and not node.args):
             return
         for handle in result.handles:
             if handle.node is node and handle.kind is AliasKind.OWN and handle.storage.origin == "fresh":
                 handle.storage.host = True
+
+    def _move_off_host(self, node: cst.Call, receiver: Value | None) -> None:
+        """`pipe.to("cuda")`: an object that is not a tensor (a module, a pipeline) moves itself, so
+        what it holds is no longer host memory; a tensor's `.to` makes a copy and leaves it where it is."""
+        if receiver is None or receiver.tensor or not isinstance(node.func, cst.Attribute):
+            return
+        if node.func.attr.value not in memory_api().moving_methods:
+            return
+        first = node.args[0].value if node.args else keyword(node, "device")
+        if self._names_location(first, memory_api().host_locations):
+            return
+        for handle in receiver.handles:
+            handle.storage.host = False
 
     def _names_location(self, node: cst.BaseExpression | None, locations: frozenset[str]) -> bool:
         """`"cpu"` or `torch.device("cpu")`."""

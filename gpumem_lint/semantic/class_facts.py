@@ -18,6 +18,7 @@ import libcst as cst
 from gpumem_lint.knowledge import knowledge
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.literals import is_constant, keyword
+from gpumem_lint.semantic.name_values import value_bindings
 from gpumem_lint.semantic.processes import process_table
 
 _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
@@ -125,9 +126,14 @@ class ClassFactsBuilder:
         self._imports = imports
         self._classes: dict[str, ClassFacts] = {}
         self._assignments: list[tuple[ClassFacts, str, cst.BaseExpression | None]] = []
-        #: What each module-level function of the file returns, `return` by `return` (None: no value, a
-        #: `yield`, or a second definition): `self.net = build_mlp(...)` holds the container it makes.
+        #: What each module-level function (`"build_mlp"`) and method (`"Embedding.create_weight"`) of the
+        #: file returns, `return` by `return` (None: no value, a `yield`, or a second definition):
+        #: `self.net = build_mlp(...)` holds the container it makes.
         self._returns: dict[str, list[cst.BaseExpression | None]] = {}
+        self._definitions: dict[str, cst.FunctionDef | None] = {}  # None: defined twice
+        self._bindings: dict[str, dict] = {}  # a definition's `value_bindings`, read when a question needs them
+        #: `self.register_parameter("w", value)` in the function of that key, judged once every return is known.
+        self._registered_parameters: list[tuple[ClassFacts, str, cst.BaseExpression, str | None]] = []
 
     def open_class(self, node: cst.ClassDef) -> ClassFacts:
         bases = []
@@ -143,16 +149,19 @@ class ClassFactsBuilder:
         """`self.<attribute> = value` in a method (None: a value this cannot see, as in `+=`)."""
         self._assignments.append((owner, attribute, value))
 
-    def open_function(self, name: str) -> None:
-        """A module-level `def name`; a second one makes what it returns unknown."""
-        self._returns[name] = [None] if name in self._returns else []
+    def open_function(self, key: str, node: cst.FunctionDef) -> None:
+        """A module-level `def name` (key `"name"`) or a method (key `"Class.name"`); a second one makes
+        what it returns unknown."""
+        twice = key in self._returns
+        self._returns[key] = [None] if twice else []
+        self._definitions[key] = None if twice else node
 
     def returns(self, function: str, value: cst.BaseExpression | None) -> None:
-        """`return value` (or a `yield`: None) in the body of module-level `function`."""
+        """`return value` (or a `yield`: None) in the body of the function or method of key `function`."""
         self._returns[function].append(value)
 
-    def register(self, owner: ClassFacts, call: cst.Call) -> None:
-        """`self.register_parameter("w", ...)` / `self.register_buffer("b", ...)`."""
+    def register(self, owner: ClassFacts, call: cst.Call, function: str | None) -> None:
+        """`self.register_parameter("w", ...)` / `self.register_buffer("b", ...)` in the method of key `function`."""
         method = call.func.attr.value  # type: ignore[attr-defined]
         if not call.args or not isinstance(call.args[0].value, cst.SimpleString):
             return
@@ -167,10 +176,17 @@ class ClassFactsBuilder:
         if held is Held.BUFFER and parameter is not None and self._expands(parameter):
             self._merge(owner, attribute, AttributeFact(Held.EXPANDED, source=parameter))
             return
+        if held is Held.PARAMETER:
+            self._registered_parameters.append((owner, attribute, parameter, function))
+            return
         self._merge(owner, attribute, AttributeFact(held))
 
     def table(self) -> ClassTable:
         table = ClassTable(self._classes)
+        for owner, attribute, parameter, function in self._registered_parameters:
+            # A Parameter made with `requires_grad=False` is not a grad leaf; any other is, as by default.
+            frozen = function is not None and self._frozen_parameter(parameter, function, owner)
+            self._merge(owner, attribute, None if frozen else AttributeFact(Held.PARAMETER))
         for owner, attribute, value in self._assignments:
             self._merge(owner, attribute, self._fact(value, table))
             if not is_constant(value, "None"):
@@ -209,6 +225,47 @@ class ClassFactsBuilder:
         if qualified is None and name in self._returns:
             return self._returned_container(name, table)
         return None
+
+    def _frozen_parameter(self, value: cst.BaseExpression, function: str, owner: ClassFacts, depth: int = 0) -> bool:
+        """`value`, read in the function of key `function`, is always `nn.Parameter(t, requires_grad=False)`:
+        made there, bound to a local name once, or returned by every `return` of a function or a method
+        of `owner` that it calls (`self.create_weight(...)`), up to three calls deep."""
+        if depth > 3:
+            return False
+        if isinstance(value, cst.Name):
+            bindings = self._local_bindings(function).get(value.value)
+            return bool(bindings) and all(
+                isinstance(bound, cst.BaseExpression) and self._frozen_parameter(bound, function, owner, depth + 1)
+                for bound in bindings
+            )
+        if not isinstance(value, cst.Call):
+            return False
+        if self._imports.qualify(value.func) in _PARAMETER:
+            flag = keyword(value, "requires_grad")
+            if flag is None and len(value.args) > 1 and value.args[1].keyword is None:
+                flag = value.args[1].value
+            return is_constant(flag, "False")
+        callee = self._callee(value.func, owner)
+        returned = self._returns.get(callee) if callee is not None else None
+        return bool(returned) and all(
+            result is not None and self._frozen_parameter(result, callee, owner, depth + 1)  # type: ignore[arg-type]
+            for result in returned
+        )
+
+    def _callee(self, func: cst.BaseExpression, owner: ClassFacts) -> str | None:
+        """The key of the function of this file that `func(...)` calls: `self.m` and `Owner.m` a method
+        of `owner`, a bare name a module-level function nothing imports under that name."""
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", owner.name):
+            return f"{owner.name}.{func.attr.value}"
+        if isinstance(func, cst.Name) and self._imports.qualify_name(func.value) is None:
+            return func.value
+        return None
+
+    def _local_bindings(self, function: str) -> dict:
+        if function not in self._bindings:
+            node = self._definitions.get(function)
+            self._bindings[function] = value_bindings(node) if node is not None else {}
+        return self._bindings[function]
 
     def _returned_container(self, function: str, table: ClassTable) -> AttributeFact | None:
         """`def build_mlp(...): return nn.Sequential(*layers)`: the container of layers every `return`

@@ -60,7 +60,7 @@ class ReleaseSemantics:
 
     def _note_delete(self, place: str, target: cst.CSTNode, state: State) -> None:
         handles = frozenset(h for h in state.env.get(place, ()) if h.storage.origin != "value")
-        if handles and all(h.storage.host for h in handles):
+        if handles and all(h.storage.on_host() for h in handles):
             return  # `ckpt = torch.load(f, map_location="cpu")`: host memory, none of it the cache's to return
         if handles:  # `x = None; del x` deletes no memory, nor `x = t.tolist(); del x`
             self._deleted[place] = (target, handles)

@@ -91,8 +91,10 @@ class ScopeCollector(Walker):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         owner = self._classes[-1] if self._direct_method(node) else None
-        if len(self._functions) == 1 and self._classes[-1] is None:
-            self._class_facts.open_function(node.name.value)
+        if owner is not None:
+            self._class_facts.open_function(f"{owner.name}.{node.name.value}", node)
+        elif len(self._functions) == 1 and self._classes[-1] is None:
+            self._class_facts.open_function(node.name.value, node)
         scope = Scope(
             node,
             tuple(node.body.body),
@@ -140,7 +142,7 @@ class ScopeCollector(Walker):
         owner = self._method_owner()
         registers = isinstance(func, cst.Attribute) and func.attr.value in ("register_parameter", "register_buffer")
         if owner is not None and registers and _is_self(func.value):
-            self._class_facts.register(owner.facts, node)
+            self._class_facts.register(owner.facts, node, self._function_key())
 
     def visit_Return(self, node: cst.Return) -> None:
         self._note_returned(node.value)
@@ -149,9 +151,17 @@ class ScopeCollector(Walker):
         self._note_returned(None)  # a generator function: calling it makes a generator
 
     def _note_returned(self, value: cst.BaseExpression | None) -> None:
+        key = self._function_key()
+        if key is not None:
+            self._class_facts.returns(key, value)
+
+    def _function_key(self) -> str | None:
+        """The class facts' key of the function whose own body is being walked: `"f"` for a module-level
+        function, `"Class.m"` for a method; None for a nested function or the module."""
         function = self._functions[-1]
-        if len(self._functions) == 2 and function.class_name is None:  # a module-level function's own body
-            self._class_facts.returns(function.name, value)
+        if function.class_name is not None:
+            return f"{function.class_name}.{function.name}"
+        return function.name if len(self._functions) == 2 else None
 
     def visit_Name(self, node: cst.Name) -> None:
         if "inplace" in node.value.lower():

@@ -52,7 +52,7 @@ SummaryKey = tuple[str | None, str]
 
 def summarise(returned: list[Value], params: tuple[str, ...]) -> Returns | None:
     """The one thing all `returned` values are, or None when they differ or are not summarised."""
-    if returned and all(value.handles and all(h.storage.host for h in value.handles) for value in returned):
+    if returned and all(value.handles and all(h.storage.on_host() for h in value.handles) for value in returned):
         return Returns(AliasKind.OWN, host=True)
     found: set[Returns] = set()
     for value in returned:

@@ -70,7 +70,16 @@ class Storage:
     origin: str  # "param", "external", "fresh"; "none" for None, "value" for Python numbers (`x.tolist()`)
     parent: Storage | None = None
     blank: bool = False  # `torch.empty(n)`: allocated without values
-    host: bool = False  # `x.cpu()`, `torch.load(f, map_location="cpu")`: memory the CUDA allocator never holds
+    #: `x.cpu()`, `torch.load(f, map_location="cpu")`: memory the CUDA allocator never holds (True), moved
+    #: off it (`model.to("cuda")`: False), or where the storage it is part of is (None).
+    host: bool | None = None
+
+    def on_host(self) -> bool:
+        """Host memory: its own, or that of the object it is part of (`pipe.transformer` of a pipeline on the CPU)."""
+        for storage in self.lineage():
+            if storage.host is not None:
+                return storage.host
+        return False
 
     def lineage(self) -> Iterator[Storage]:
         storage: Storage | None = self
