@@ -33,6 +33,7 @@ class MemoryApi:
     host_load_functions: frozenset[str]  # `torch.load(f, map_location="cpu")`: host memory at these locations
     host_locations: frozenset[str]
     host_loader_methods: frozenset[str]  # `AutoModel.from_pretrained(name)`: host memory without a placement keyword
+    host_loader_packages: tuple[str, ...]  # whose classes' loaders those are: "transformers", "diffusers"
     placement_keywords: frozenset[str]
     moving_methods: frozenset[str]  # `model.to("cuda")`: the object itself moves
 
@@ -58,6 +59,7 @@ def memory_api() -> MemoryApi:
         host_load_functions=frozenset(data["host_memory"]["load_functions"]),
         host_locations=frozenset(data["host_memory"]["locations"]),
         host_loader_methods=frozenset(data["host_memory"]["loader_methods"]),
+        host_loader_packages=tuple(f"{package}." for package in data["host_memory"]["loader_packages"]),
         placement_keywords=frozenset(data["host_memory"]["placement_keywords"]),
         moving_methods=frozenset(data["host_memory"]["moving_methods"]),
     )

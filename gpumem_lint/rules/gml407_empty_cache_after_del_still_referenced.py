@@ -16,10 +16,10 @@ class EmptyCacheAfterDelStillReferenced(Rule):
     function that holds it (`outputs.append(x)`, `{"model": x}`), a view or alias of it (`x[0]`,
     `x.view(...)`, `x.detach()`, `x.numpy()`, `x.state_dict()`), or an optimizer built directly from
     `x.parameters()`. A container holding one item of `x` (`{k: x[k]}`) keeps only that item. Memory
-    known to be on the host (`t.cpu()`, `torch.load(f, map_location="cpu")`, a `from_pretrained(...)`
-    given no `device_map=` or `device=` and not moved since, what such an object holds, a function of
-    this file every `return` of which gives such memory) is not judged: the CUDA cache never holds it
-    (docs/facts.md F49, F50).
+    known to be on the host (`t.cpu()`, `torch.load(f, map_location="cpu")`, a transformers or diffusers
+    `from_pretrained(...)` given no `device_map=` or `device=` and not moved since, what such an object
+    holds, a function of this file every `return` of which gives such memory) is not judged: the CUDA
+    cache never holds it (docs/facts.md F49, F50).
 
     ## Why is this bad?
     `del x` removes a name, not a tensor: the memory is freed only with the last reference.

@@ -12,7 +12,14 @@ from gpumem_lint.knowledge.heuristics import heuristics
 from gpumem_lint.knowledge.memory_api import memory_api
 from gpumem_lint.semantic.imports import dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import constructed_ndim
-from gpumem_lint.semantic.literals import announces_inplace, called_name, is_constant, keyword, split_like_tensor
+from gpumem_lint.semantic.literals import (
+    announces_inplace,
+    argument,
+    called_name,
+    is_constant,
+    keyword,
+    split_like_tensor,
+)
 from gpumem_lint.semantic.summaries import Returns
 from gpumem_lint.semantic.values import EMPTY, AliasKind, Grad, Role, State, Storage, Value
 from gpumem_lint.semantic.walk import Walker
@@ -409,14 +416,11 @@ class CallSemantics:
         api = memory_api()
         method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
         if qualified in api.host_load_functions:
-            location = keyword(node, "map_location")
-            if location is None and len(node.args) > 1 and node.args[1].keyword is None:
-                location = node.args[1].value
-            if not self._names_location(location, api.host_locations):
+            if not self._names_location(argument(node, "map_location", 1), api.host_locations):
                 return
-        elif method in api.host_loader_methods:
-            if any(arg.star == "**" or arg.keyword is not None and arg.keyword.value in api.placement_keywords for arg in node.args):
-                return
+        elif method in api.host_loader_methods and (qualified or "").startswith(api.host_loader_packages):
+            if any(arg.star == "**" or _keyword_in(arg, api.placement_keywords) for arg in node.args):
+                return  # placed by a keyword, or by keywords passed on
         elif not (method in api.host_methods and not node.args):
             return
         for handle in result.handles:
@@ -535,3 +539,7 @@ def _named_like_optimizer(node: cst.BaseExpression) -> bool:
 
 def _is_training_call(name: str) -> bool:
     return heuristics().is_training_call(name)
+
+
+def _keyword_in(arg: cst.Arg, names: frozenset[str]) -> bool:
+    return arg.keyword is not None and arg.keyword.value in names

@@ -17,7 +17,7 @@ import libcst as cst
 
 from gpumem_lint.knowledge import knowledge
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
-from gpumem_lint.semantic.literals import is_constant, keyword
+from gpumem_lint.semantic.literals import argument, is_constant
 from gpumem_lint.semantic.name_values import value_bindings
 from gpumem_lint.semantic.processes import process_table
 
@@ -213,7 +213,7 @@ class ClassFactsBuilder:
             return None
         qualified = self._imports.qualify_name(name)
         if qualified in _PARAMETER:
-            return None if is_constant(keyword(value, "requires_grad"), "False") else AttributeFact(Held.PARAMETER)
+            return None if _makes_frozen_parameter(value) else AttributeFact(Held.PARAMETER)
         if _is_optimizer(qualified or ""):
             steps = _stepped_modules(value)
             return AttributeFact(Held.OPTIMIZER, steps=steps) if steps else None
@@ -241,10 +241,7 @@ class ClassFactsBuilder:
         if not isinstance(value, cst.Call):
             return False
         if self._imports.qualify(value.func) in _PARAMETER:
-            flag = keyword(value, "requires_grad")
-            if flag is None and len(value.args) > 1 and value.args[1].keyword is None:
-                flag = value.args[1].value
-            return is_constant(flag, "False")
+            return _makes_frozen_parameter(value)
         callee = self._callee(value.func, owner)
         returned = self._returns.get(callee) if callee is not None else None
         return bool(returned) and all(
@@ -255,8 +252,9 @@ class ClassFactsBuilder:
     def _callee(self, func: cst.BaseExpression, owner: ClassFacts) -> str | None:
         """The key of the function of this file that `func(...)` calls: `self.m` and `Owner.m` a method
         of `owner`, a bare name a module-level function nothing imports under that name."""
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", owner.name):
-            return f"{owner.name}.{func.attr.value}"
+        receiver = func.value.value if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) else None
+        if receiver in ("self", owner.name):
+            return f"{owner.name}.{func.attr.value}"  # type: ignore[union-attr]
         if isinstance(func, cst.Name) and self._imports.qualify_name(func.value) is None:
             return func.value
         return None
@@ -310,6 +308,11 @@ class ClassFactsBuilder:
             owner.attributes[attribute] = None
         else:
             owner.attributes[attribute] = fact
+
+
+def _makes_frozen_parameter(parameter: cst.Call) -> bool:
+    """`nn.Parameter(t, requires_grad=False)` (or `nn.Parameter(t, False)`): a Parameter that is no grad leaf."""
+    return is_constant(argument(parameter, "requires_grad", 1), "False")
 
 
 def _keep_module_steps(facts: ClassFacts) -> None:

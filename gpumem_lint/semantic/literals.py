@@ -19,6 +19,14 @@ def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
     return None
 
 
+def argument(call: cst.Call, name: str, position: int) -> cst.BaseExpression | None:
+    """The expression passed as `name=`, or else as the positional argument at `position`, if any."""
+    found = keyword(call, name)
+    if found is None and len(call.args) > position and call.args[position].keyword is None:
+        found = call.args[position].value
+    return found
+
+
 def is_constant(node: cst.BaseExpression | None, constant: str) -> bool:
     """`node` is the literal `True`, `False` or `None`."""
     return isinstance(node, cst.Name) and node.value == constant
