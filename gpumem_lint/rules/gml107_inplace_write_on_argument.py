@@ -49,7 +49,9 @@ class InplaceWriteOnArgument(Rule):
     parameters named like outputs (`out`, `buf`, `dst`, `*_out`), for an optional
     parameter (default `None`) that the function fills and returns, and for a parameter it
     overwrites whole (`buf.copy_(x)`, `out=buf`) before reading its values, or writes into and
-    never reads (`record[:, i] = ids`): an output buffer. A plain
+    never reads (`record[:, i] = ids`): an output buffer. A loop that hands the function one row
+    per pass (`normalise(batch[i, :n])`) and reads `batch[i, :n]` again only in a later pass reads
+    another row: each pass's `i` selects elements apart. A plain
     function's write is reported only at a call that passes that parameter: one left at its
     default (`scratch=None`, allocated by the function) is memory no caller sees. Methods other than
     `forward` and `__call__` are not checked: updating state is what they are for.
@@ -475,6 +477,25 @@ class Wrapper(torch.nn.Module):
             return pred, batch
         return pred
 """,
+        # each pass writes its own row (`batch[i, :n]`) and the next pass reads another one
+        """
+import torch
+
+
+def normalise(frames, stats):
+    length, dim = frames.shape
+    frames -= stats[0, :dim].to(frames.device)
+    return frames.float()
+
+
+def per_utterance(batch: torch.Tensor, lengths, stats):
+    feats = []
+    for i in range(batch.size(0)):
+        utterance = batch[i, : lengths[i]]
+        utterance = normalise(utterance, stats)
+        feats.append(utterance)
+    return feats
+""",
         # the caller's buffers are overwritten whole (`copy_`, `out=`) before they are read: scratch memory
         """
 import torch
@@ -829,6 +850,44 @@ energy = advance(initial, 0.5)
 print(torch.equal(initial, before))
 """,
             (6,),
+        ),
+        # the same pass reads its row again after the call wrote it
+        Invalid(
+            """
+import torch
+
+
+def normalise(frames, stats):
+    length, dim = frames.shape
+    frames -= stats[0, :dim].to(frames.device)
+    return frames.float()
+
+
+def per_utterance(batch: torch.Tensor, lengths, stats):
+    feats = []
+    for i in range(batch.size(0)):
+        utterance = normalise(batch[i, : lengths[i]], stats)
+        feats.append(utterance - batch[i, : lengths[i]].mean())
+    return feats
+""",
+            (7,),
+            fixed="""
+import torch
+
+
+def normalise(frames, stats):
+    length, dim = frames.shape
+    frames = frames - stats[0, :dim].to(frames.device)
+    return frames.float()
+
+
+def per_utterance(batch: torch.Tensor, lengths, stats):
+    feats = []
+    for i in range(batch.size(0)):
+        utterance = normalise(batch[i, : lengths[i]], stats)
+        feats.append(utterance - batch[i, : lengths[i]].mean())
+    return feats
+""",
         ),
         # a module's `forward` hands its own input to a function that normalises it in place
         Invalid(

@@ -10,7 +10,7 @@ from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.datasets import WORKER_LOADER
 from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.literals import keyword
-from gpumem_lint.semantic.pickling import enclosing_functions, held_unpicklable, unpicklable
+from gpumem_lint.semantic.pickling import enclosing_functions, held_unpicklable
 from gpumem_lint.semantic.processes import PROCESS_CROSSING, process_table
 
 #: Crossings whose function is pickled to the child only when the child starts fresh (spawn, forkserver).
@@ -51,7 +51,8 @@ class UnpicklableCallableToProcess(Rule):
     for a class of another module (torchvision's datasets keep them), and a lambda held by any of
     these: in a list, tuple or dict, among the arguments of an object built by a class
     (`Compose([...])`, `transforms.Lambda(...)`: spelled CapWords, as PEP 8 spells classes), or
-    returned by a function of this module. A lambda reached through a `functools.partial`, an
+    returned by a function of this module; the same holds for a task, a target, a `collate_fn` or
+    a `worker_init_fn` (`collate_fn=make_collate(pad)`, which returns a nested `def`). A lambda reached through a `functools.partial`, an
     attribute set later, or a function of another module is not seen.
 
     ## Example
@@ -86,6 +87,27 @@ class UnpicklableCallableToProcess(Rule):
     triggers = ("multiprocessing", "ProcessPoolExecutor", "DataLoader")
     file_trigger = re.compile(f"{PROCESS_CROSSING.pattern}|{WORKER_LOADER.pattern}")
     VALID = (
+        # a factory whose result is an instance of a module-level class: pickled by reference
+        """
+import torch
+from torch.utils.data import DataLoader
+
+
+class PadCollate:
+    def __init__(self, value):
+        self.value = value
+
+    def __call__(self, batch):
+        return torch.nn.utils.rnn.pad_sequence(batch, batch_first=True, padding_value=self.value)
+
+
+def make_collate(value):
+    return PadCollate(value)
+
+
+def loader(data):
+    return DataLoader(data, num_workers=2, collate_fn=make_collate(0.0), multiprocessing_context="spawn")
+""",
         """
 import multiprocessing as mp
 
@@ -243,6 +265,25 @@ def loaders(root):
 """,
             (6,),
         ),
+        # the factory returns a function defined inside it
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader
+
+
+def make_collate(value):
+    def collate(batch):
+        return torch.nn.utils.rnn.pad_sequence(batch, batch_first=True, padding_value=value)
+
+    return collate
+
+
+def loader(data):
+    return DataLoader(data, num_workers=2, collate_fn=make_collate(0.0), multiprocessing_context="spawn")
+""",
+            (14,),
+        ),
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
@@ -257,9 +298,10 @@ def loaders(root):
         for _, crossing in model.crossings():
             if crossing.kind not in (*_STARTED, *_ALWAYS_PICKLED) or crossing.target is None:
                 continue
-            found = unpicklable(crossing.target, scopes.get(id(crossing.node)), ctx.module)
-            if found is None:
+            held = held_unpicklable(crossing.target, scopes.get(id(crossing.node)), ctx.module)
+            if held is None:
                 continue
+            node, found = held
             method = model.start_method(crossing)
             if crossing.kind in _ALWAYS_PICKLED:
                 how = "pickled for its workers whatever the start method"
@@ -269,10 +311,7 @@ def loaders(root):
                 continue
             # An executor pickles in a feeder thread: the error reaches the task's future.
             raises = "its future's `result()` raises" if crossing.kind == "executor" else "the call raises"
-            yield Report(
-                crossing.target,
-                f"`{_short(ctx, crossing.target)}` is {found.kind}, {how}: {raises} {found.error}",
-            )
+            yield Report(crossing.target, f"{_what(ctx, crossing.target, node, found)}, {how}: {raises} {found.error}")
 
     def _loaders(self, ctx: FileContext, scopes) -> Iterator[Report]:
         if not WORKER_LOADER.search(ctx.text):
@@ -281,15 +320,16 @@ def loaders(root):
         for loader in module_datasets(ctx).worker_loaders:
             for argument in ("collate_fn", "worker_init_fn"):
                 value = keyword(loader.node, argument)
-                found = unpicklable(value, scopes.get(id(loader.node)), ctx.module)
-                if found is None:
+                held = held_unpicklable(value, scopes.get(id(loader.node)), ctx.module)
+                if held is None:
                     continue
                 method = loader_start_method(ctx, loader)
                 if not method.pickles:
                     continue
+                node, found = held
                 yield Report(
                     value,
-                    f"`{_short(ctx, value)}` is {found.kind}, passed as `{argument}` to workers started with "
+                    f"{_what(ctx, value, node, found)}, passed as `{argument}` to workers started with "
                     f"{pickling_method_text(method)}: starting them raises {found.error}",
                 )
 
@@ -320,6 +360,13 @@ def loaders(root):
                     f"`{_short(ctx, node)}` is {callable_.kind} {kept}; pickled for workers started with "
                     f"{pickling_method_text(method)}, it raises {callable_.error}",
                 )
+
+
+def _what(ctx: FileContext, value: cst.BaseExpression, node: cst.BaseExpression, found) -> str:
+    """`init` is a lambda; `make_collate(pad)` gives a nested `def` (`collate`, line 8): what it returns."""
+    if node is value:
+        return f"`{_short(ctx, value)}` is {found.kind}"
+    return f"`{_short(ctx, value)}` gives {found.kind} (`{_short(ctx, node)}`, line {ctx.line(node)})"
 
 
 def _construction(loader, found) -> cst.Call | None:

@@ -458,11 +458,11 @@ class CallSemantics:
                 if arg.keyword is not None
                 else (mutator.params[position] if position < len(mutator.params) else None)
             )
-            # Only a named tensor is known to be the caller's own: `f(x[mask])` passes a copy.
+            # Only a named tensor, or a view of one, is known to be the caller's own: `f(x[mask])` passes a copy.
             written = name in mutator.mutated or (name in mutator.if_tensor and value.tensor)
-            place = dotted_name(arg.value)
+            place, passed = _passed_memory(arg.value, value)
             if written and place is not None:
-                read_before = self._first_reads.get(place, arg.value) is not arg.value
+                read_before = self._first_reads.get(place, passed) is not passed
                 op = f"{mutator.name}()"
                 self._write(value, node, op, state, callee=mutator.name, parameter=name, read_before=read_before)
 
@@ -543,3 +543,12 @@ def _is_training_call(name: str) -> bool:
 
 def _keyword_in(arg: cst.Arg, names: frozenset[str]) -> bool:
     return arg.keyword is not None and arg.keyword.value in names
+
+
+def _passed_memory(argument: cst.BaseExpression, value: Value) -> tuple[str | None, cst.CSTNode]:
+    """The caller's place whose memory an argument hands over, and the node that reads it: `x` (itself),
+    or `x` of `x[i, :n]` when basic indexing made the argument a view of it (`f(x[mask])` passes a copy)."""
+    if type(argument) is cst.Subscript and value.handles and all(h.kind is AliasKind.VIEW for h in value.handles):
+        return dotted_name(argument.value), argument.value
+    return dotted_name(argument), argument
+

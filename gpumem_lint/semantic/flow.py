@@ -26,7 +26,7 @@ from gpumem_lint.semantic.calls import CallSemantics, Mutator
 from gpumem_lint.semantic.elements import Elements
 from gpumem_lint.semantic.grad import GradSemantics, output_grad
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
-from gpumem_lint.semantic.indexing import gives_scalar, index_names, integer_count
+from gpumem_lint.semantic.indexing import gives_scalar, index_names, indexes_by, integer_count
 from gpumem_lint.semantic.literals import is_constant, is_literal
 from gpumem_lint.semantic.name_values import value_bindings
 from gpumem_lint.semantic.overlap import Overlap, OverlapSemantics
@@ -198,6 +198,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._return_values: list[Value] = []
         self._containers: list[str] = []  # places an enclosing `isinstance(x, dict)` test shows to be containers
         self._lists: frozenset[str] | None = None  # `idx = []`: indexing a tensor by it copies (made when asked)
+        self._element_read: str | None = None  # the index of `x[...]` while `x` is read for it, once a loop moved on
         self._item_keys: dict[Handle, str | None] = {}  # a container's item -> the literal key it is stored under
 
     # ----------------------------------------------------------------- entry
@@ -817,6 +818,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 for write in state.stale.get(handle, ()):
                     if self._rebinding.get(id(write.node)) == prefix:
                         continue  # `g = f(g)` wrote what `g` held and bound `g` to the result: not this
+                    if prefix == place and write.index == self._element_read and write in state.passed:
+                        continue  # `x[i]` of this pass; the write was to the `x[i]` of a pass before
                     if prefix != place and _sibling_attribute(write.storage.label, prefix, place):
                         continue
                     # Paths joined: `x` may hold the writer itself, so this is x reading x.
@@ -826,7 +829,11 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                         self.reads.setdefault((id(write), id(handle), id(node)), Read(write, handle, node, prefix))
 
     def _subscript(self, node: cst.Subscript, state: State) -> Value:
-        base = self._eval(node.value, state)
+        outer, self._element_read = self._element_read, self._index_extent(node)[1] if state.passed else None
+        try:
+            base = self._eval(node.value, state)
+        finally:
+            self._element_read = outer
         advanced = self._eval_slices(node, state)
         layer = self._layer(base, node)
         if layer is not None:  # `model[0]` of an `nn.Sequential` whose layers the constructor shows
@@ -956,11 +963,15 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
 
     def _move_indices(self, target: cst.BaseExpression, state: State) -> None:
         """A new pass binds the loop's names anew: `last = returns[i]` of the pass before is another
-        element than the `returns[i]` this pass writes."""
+        element than the `returns[i]` this pass writes, and the row the pass before wrote through
+        `row = x[i]` is another than the `x[i]` this pass reads."""
         bound = frozenset(name.value for name in _names_in(target))
         moved = {h for h in state.live_handles() if h.index is not None and index_names(h.index) & bound}
         if moved:
             state.moved |= moved
+        passed = {w for writes in state.stale.values() for w in writes if w.index and indexes_by(w.index, bound)}
+        if passed:
+            state.passed |= passed
 
     def _element(self, iterable: Value, node: cst.BaseExpression) -> Value:
         """What one iteration over `iterable` yields."""
@@ -1019,6 +1030,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                     advanced,
                 )
                 self.writes[(id(node), id(writer))] = write
+            if write in state.passed:
+                state.passed -= {write}  # made again, of the element the names index now
             self._check_saved(write, state, renewed=writer.storage in fresh)
             # Rebinding `.data` swaps the storage: old aliases keep the old memory. Memory
             # allocated by this very statement (`p.new(n).zero_()`) has no older aliases.

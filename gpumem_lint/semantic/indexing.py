@@ -39,6 +39,23 @@ def index_names(index: str) -> frozenset[str]:
     return frozenset(_NAME.findall(index[1:]))
 
 
+def dimensions(index: str) -> list[str] | None:
+    """`_[:, :-1]` -> [":", ":-1"]: the index text `flow._index_extent` keeps, split by dimension."""
+    try:
+        subscript = cst.parse_expression(index)
+    except cst.ParserSyntaxError:
+        return None
+    if not isinstance(subscript, cst.Subscript):
+        return None
+    return [cst.Module([]).code_for_node(element.slice).strip() for element in subscript.slice]
+
+
+def indexes_by(index: str, names: frozenset[str]) -> bool:
+    """Whether some dimension of the index text is exactly one of `names` (`_[i, :n]` by `i`): two
+    values of that name select elements apart, whatever the other dimensions take."""
+    return bool(index_names(index) & names) and any(part in names for part in dimensions(index) or ())
+
+
 def integer_count(node: cst.Subscript) -> int | None:
     """How many integers index `x[...]` when nothing else does (`a[i]`, `a[0, j]`); None otherwise.
     Evaluated names that are arrays make advanced indexing, which the caller has ruled out."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from gpumem_lint.semantic.indexing import dimensions
 from gpumem_lint.semantic.values import Value
 
 
@@ -54,7 +55,7 @@ def _shifted(written: str | None, read: str | None) -> bool:
     """`x[:-n]` and `x[n:]` of one storage, other dimensions indexed alike: they overlap."""
     if written is None or read is None or written == read:
         return False
-    mine, theirs = _dimensions(written), _dimensions(read)
+    mine, theirs = dimensions(written), dimensions(read)
     if mine is None or theirs is None or len(mine) != len(theirs):
         return False
     differing = [(a, b) for a, b in zip(mine, theirs) if a != b]
@@ -62,17 +63,6 @@ def _shifted(written: str | None, read: str | None) -> bool:
         return False
     ((a, b),) = differing
     return _shift_pair(a, b) or _shift_pair(b, a)
-
-
-def _dimensions(index: str) -> list[str] | None:
-    """`_[:, :-1]` -> [":", ":-1"]: the index text `_index_extent` keeps, split by dimension."""
-    try:
-        subscript = cst.parse_expression(index)
-    except cst.ParserSyntaxError:
-        return None
-    if not isinstance(subscript, cst.Subscript):
-        return None
-    return [cst.Module([]).code_for_node(element.slice).strip() for element in subscript.slice]
 
 
 def _shift_pair(head: str, tail: str) -> bool:

@@ -234,6 +234,9 @@ class State:
     reachable: bool = True
     saved: dict[Storage, frozenset] = field(default_factory=dict)  # kept for backward, by whom (saved.py)
     moved: frozenset[Handle] = frozenset()  # `x[i]` aliases made before a loop bound `i` anew
+    #: Writes through `x[i]` (`i` a whole dimension's index) made before a loop bound `i` anew, and not
+    #: made again since: a read of `x[i]` now reads another element. Kept only where every path agrees.
+    passed: frozenset[Write] = frozenset()
 
     def copy(self) -> State:
         return State(
@@ -245,6 +248,7 @@ class State:
             self.reachable,
             dict(self.saved),
             self.moved,
+            self.passed,
         )
 
     def join(self, other: State) -> State:
@@ -260,6 +264,7 @@ class State:
             self.retired | other.retired,
             saved=_union(self.saved, other.saved),
             moved=self.moved | other.moved,
+            passed=self.passed & other.passed,
         )
 
     def absorb(self, other: State) -> None:
@@ -268,7 +273,17 @@ class State:
         self.__dict__.update(self.join(other).__dict__)
 
     def same_as(self, other: State) -> bool:
-        return (self.reachable, self.env, self.held, self.stale, self.hidden, self.retired, self.saved, self.moved) == (
+        return (
+            self.reachable,
+            self.env,
+            self.held,
+            self.stale,
+            self.hidden,
+            self.retired,
+            self.saved,
+            self.moved,
+            self.passed,
+        ) == (
             other.reachable,
             other.env,
             other.held,
@@ -277,6 +292,7 @@ class State:
             other.retired,
             other.saved,
             other.moved,
+            other.passed,
         )
 
     def handles_of(self, place: str) -> frozenset[Handle]:
