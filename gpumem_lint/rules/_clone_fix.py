@@ -22,11 +22,13 @@ from gpumem_lint.semantic.values import Write
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
 
 
-def clone_at(ctx: FileContext, node: cst.CSTNode | None) -> Fix | None:
-    """`expr` -> `expr.clone()` for a name, attribute, call or subscript that is not already a copy."""
+def clone_at(ctx: FileContext, node: cst.CSTNode | None, ndarray: bool = False) -> Fix | None:
+    """`expr` -> `expr.clone()` for a name, attribute, call or subscript that is not already a copy;
+    `expr.copy()` for a numpy array (`ndarray`), which has no `clone`."""
     if not isinstance(node, _ATOMS) or node.lpar or _is_clone(node):
         return None
-    return Fix((insert_after(node, ".clone()"),), Applicability.UNSAFE, f"Copy `{ctx.code(node)}` with `.clone()`")
+    method = ".copy()" if ndarray else ".clone()"
+    return Fix((insert_after(node, method),), Applicability.UNSAFE, f"Copy `{ctx.code(node)}` with `{method}`")
 
 
 def clone_sent(ctx: FileContext, send: cst.CSTNode, write: Write) -> Fix | None:
@@ -123,7 +125,7 @@ def _dotted(node: cst.CSTNode) -> str | None:
 
 
 def _is_clone(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "clone"
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("clone", "copy")
 
 
 def _is_simple_statement(statement: str) -> bool:

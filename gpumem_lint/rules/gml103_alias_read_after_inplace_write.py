@@ -44,7 +44,9 @@ class AliasReadAfterInplaceWrite(Rule):
     parts: writing `q` does not change `v`), nor numpy's `a[i]` on a 1-D array, a scalar
     copy (F23). A view written back onto the slice it views (`row = a[:, i]`, masked in place,
     then `a[:, i] = row`) copies memory onto itself and changes nothing; indexing by a tensor
-    (`x[ids]`, where `ids = batch["ids"].view(-1)`) is advanced indexing, a copy.
+    (`x[ids]`, where `ids = batch["ids"].view(-1)`) is advanced indexing, a copy. A view made in
+    one arm of a test and a write in the other arm of the same test, made again of a value the
+    function never rebinds (`if on_gpu:` twice), are never on one path.
 
     ## Known problems
     numpy's `a[i]` is known to be a scalar only where the array's constructor shows its
@@ -69,7 +71,7 @@ class AliasReadAfterInplaceWrite(Rule):
     ```
 
     ## Fix safety
-    The fix adds `.clone()` where the alias is made (`prev = hidden.detach().clone()`) or
+    The fix adds `.clone()` (`.copy()` for a numpy array) where the alias is made (`prev = hidden.detach().clone()`) or
     where the tensor is stored (`states.append(hidden.clone())`); in a swap through views,
     to the right-hand side's view that an earlier target overwrites
     (`x[i], x[j] = x[j], x[i].clone()`), unless it is a conditional expression. It is
@@ -90,6 +92,25 @@ class AliasReadAfterInplaceWrite(Rule):
     triggers = ("torch", "numpy")
     scope_triggers = WRITES
     VALID = (
+        # `if on_gpu:` tested twice of an unchanged flag: the view and the write are on opposite arms
+        """
+import numpy as np
+import torch
+
+
+def load_series(values: np.ndarray, on_gpu: bool):
+    if on_gpu:
+        data = torch.empty(values.shape + (2,), device="cuda")
+        data[..., 0] = torch.from_numpy(values).cuda()
+    else:
+        data = np.expand_dims(values, axis=-1)
+        parts = [data[:]]
+    if on_gpu:
+        data[..., 1] = torch.arange(values.shape[0], device="cuda")[:, None]
+    else:
+        parts.append(np.zeros_like(values)[..., None])
+    return data if on_gpu else np.concatenate(parts, axis=-1)
+""",
         # indexed by a list, `clamped[chosen]` is a copy: zeroing those entries leaves it as it was
         """
 import torch
@@ -283,6 +304,48 @@ class InferenceWorker:
 """,
     )
     INVALID = (
+        # the same flag's `else` arm writes the array its view was taken of
+        Invalid(
+            """
+import numpy as np
+import torch
+
+
+def load_series(values: np.ndarray, on_gpu: bool):
+    if on_gpu:
+        data = torch.empty(values.shape + (2,), device="cuda")
+        data[..., 0] = torch.from_numpy(values).cuda()
+    else:
+        data = np.expand_dims(values, axis=-1)
+        parts = [data[:]]
+    if on_gpu:
+        data[..., 1] = torch.arange(values.shape[0], device="cuda")[:, None]
+    else:
+        data[..., 0] += 1.0
+        parts.append(np.zeros_like(values)[..., None])
+    return data if on_gpu else np.concatenate(parts, axis=-1)
+""",
+            (16,),
+            fixed="""
+import numpy as np
+import torch
+
+
+def load_series(values: np.ndarray, on_gpu: bool):
+    if on_gpu:
+        data = torch.empty(values.shape + (2,), device="cuda")
+        data[..., 0] = torch.from_numpy(values).cuda()
+    else:
+        data = np.expand_dims(values, axis=-1)
+        parts = [data[:].copy()]
+    if on_gpu:
+        data[..., 1] = torch.arange(values.shape[0], device="cuda")[:, None]
+    else:
+        data[..., 0] += 1.0
+        parts.append(np.zeros_like(values)[..., None])
+    return data if on_gpu else np.concatenate(parts, axis=-1)
+""",
+        ),
         Invalid(
             """
 import torch
@@ -444,7 +507,7 @@ print((hidden - prev).tolist())
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
             for read in first_reads(ctx, facts, _is_reported, lambda read: id(read.write)):
-                yield Report(read.write.node, self._message(ctx, read), fix=clone_at(ctx, _copy_point(ctx, read)))
+                yield Report(read.write.node, self._message(ctx, read), fix=clone_at(ctx, _copy_point(ctx, read), _numpy_only(read)))
 
     def _message(self, ctx: FileContext, read: Read) -> str:
         write = read.write
@@ -484,6 +547,12 @@ def _copy_point(ctx: FileContext, read: Read):
     if read.reader.kind in SNAPSHOT_KINDS or read.reader.stored:
         return node
     return read.write.writer.node
+
+
+def _numpy_only(read: Read) -> bool:
+    """The memory is a numpy array's, never a tensor's: its copy is `.copy()`."""
+    handles = (read.reader, read.write.writer)
+    return all(h.ndarray and not h.tensor for h in handles)
 
 
 def _is_reported(read: Read, facts: ScopeFacts) -> bool:

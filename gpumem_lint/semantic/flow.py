@@ -23,6 +23,7 @@ import libcst as cst
 from gpumem_lint.knowledge import Knowledge, knowledge
 from gpumem_lint.semantic.attribute_places import AttributePlaces
 from gpumem_lint.semantic.calls import CallSemantics, Mutator
+from gpumem_lint.semantic.conditions import test_key
 from gpumem_lint.semantic.elements import Elements
 from gpumem_lint.semantic.grad import GradSemantics, output_grad
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
@@ -150,8 +151,10 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         mutators: dict[str, Mutator] | None = None,
         passed: dict[str, Passed] | None = None,
         returns: dict[SummaryKey, Returns] | None = None,
+        assumed: dict[str, bool] | None = None,
     ) -> None:
         self.scope = scope
+        self.assumed = assumed or {}  # tests (conditions.test_key) taken to have this value throughout
         self.imports = imports
         self.mutators = mutators or {}
         self.passed = passed or {}  # what this file's callers pass for each parameter
@@ -270,7 +273,18 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         """`if mask is not None:` whose skipping path dies at the next use of `mask` (`mask.squeeze(-1)`
         raises on None): every path that goes on took the branch."""
         self._eval(node.test, state)
+        if self._assumption(node.test) is False:
+            return UNREACHABLE
         return self._block(node.body.body, self._narrowed(node.test, state, True))
+
+    def _assumption(self, test: cst.BaseExpression) -> bool | None:
+        """The value this analysis assumes the test has (see `conditions`), or None."""
+        if not self.assumed:
+            return None
+        key = test_key(test)
+        if key is None or key[0] not in self.assumed:
+            return None
+        return self.assumed[key[0]] == key[1]
 
     def _statement(self, node: cst.CSTNode, state: State) -> State:
         if isinstance(node, cst.SimpleStatementLine):
@@ -281,10 +295,15 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return state
         if isinstance(node, cst.If):
             self._eval(node.test, state)
+            holds = self._assumption(node.test)
             narrowed = _container_checks(node.test)  # `if isinstance(obj, dict):` obj holds items there
             self._containers.extend(narrowed)
-            then = self._block(node.body.body, self._narrowed(node.test, state.copy(), True))
+            then = UNREACHABLE
+            if holds is not False:
+                then = self._block(node.body.body, self._narrowed(node.test, state.copy(), True))
             del self._containers[len(self._containers) - len(narrowed) :]
+            if holds is True:
+                return then
             skipped = self._narrowed(node.test, state.copy(), False)
             if node.orelse is None:
                 return then.join(skipped)

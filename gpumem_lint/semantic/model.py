@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
 from gpumem_lint.semantic.call_depth import FOLLOWED_CALLS
+from gpumem_lint.semantic.conditions import feasible_pairs, repeated_tests
 from gpumem_lint.semantic.flow import Mutator, ScopeAnalyzer, ScopeFacts
 from gpumem_lint.semantic.imports import ImportTable
 from gpumem_lint.semantic.scopes import Scope, ScopeCollector
@@ -29,7 +30,7 @@ class SemanticModel:
         if grad_disabled:
             for scope in scopes:
                 scope.no_grad = True
-        facts = [ScopeAnalyzer(scope, collector.imports).run() for scope in scopes]
+        facts = [_analysed(scope, collector.imports) for scope in scopes]
         mutators = _mutators(facts)
         passed = _passed(facts)
         returns = _returns(facts)
@@ -39,7 +40,7 @@ class SemanticModel:
             # pass tensors that require grad starts from what they pass; a call's result is what
             # the function returns.
             facts = [
-                ScopeAnalyzer(f.scope, collector.imports, mutators, passed.get(id(f.scope)), returns).run()
+                _analysed(f.scope, collector.imports, mutators, passed.get(id(f.scope)), returns)
                 if f.scope.calls & mutators.keys()
                 or f.object_calls & mutators.keys()
                 or id(f.scope) in passed
@@ -57,7 +58,7 @@ class SemanticModel:
                     break
                 passed = deeper
                 facts = [
-                    ScopeAnalyzer(f.scope, collector.imports, mutators, passed[id(f.scope)], returns).run()
+                    _analysed(f.scope, collector.imports, mutators, passed[id(f.scope)], returns)
                     if id(f.scope) in changed
                     else f
                     for f in facts
@@ -66,6 +67,35 @@ class SemanticModel:
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
+
+
+def _analysed(scope: Scope, imports: ImportTable, *context) -> ScopeFacts:
+    """The scope's facts, without the reads that only paths taking opposite arms of one unchanged test
+    reach (`semantic/conditions.py`): analysed again under each value of such a test, only where a read
+    of a written value was found."""
+    facts = ScopeAnalyzer(scope, imports, *context).run()
+    if not (facts.reads or facts.own_reads):
+        return facts
+    tests = repeated_tests(scope.body)
+    if not tests:
+        return facts
+    runs = {}
+    for test in tests:
+        when = [ScopeAnalyzer(scope, imports, *context, assumed={test: value}).run() for value in (True, False)]
+        runs[test] = (_read_pairs(when[0]), _read_pairs(when[1]))
+    reached = feasible_pairs(runs)
+    return replace(
+        facts,
+        reads=[read for read in facts.reads if reached((id(read.write.node), id(read.node)))],
+        own_reads={write: node for write, node in facts.own_reads.items() if reached((id(write.node), id(node)))},
+    )
+
+
+def _read_pairs(facts: ScopeFacts) -> set[tuple[int, int]]:
+    """Each read of a written value, as the ids of the write's node and the reading node."""
+    return {(id(read.write.node), id(read.node)) for read in facts.reads} | {
+        (id(write.node), id(node)) for write, node in facts.own_reads.items()
+    }
 
 
 def _passed(facts: list[ScopeFacts]) -> dict[int, dict[str, Passed]]:

@@ -1,0 +1,183 @@
+"""Tests a function makes more than once of a value it never rebinds: each takes the same arm every time.
+
+`if not args.use_lora: sd = model.state_dict()` ... `if args.use_lora: ... else: torch.save(sd, path)`:
+the path that skips the binding and reaches the save takes opposite arms of one unchanged test, so no
+run takes it; nor does a loop's next pass change the answer. The flow analysis joins the arms of each
+`if`, so on its own it pairs a write on one such path with a read on the other. A scope whose facts
+hold reads is analysed again under each value of each test it repeats (`ScopeAnalyzer(assumed=...)`
+takes only the arm that value selects); a read is kept when, for every such test, some value reaches it.
+
+A test is a name or attribute (`args.use_lora`, `allGPU`), `not` of one, its comparison with a literal
+(`mode == "train"`, `x is None`; `!=` and `is not` are the negations), or `hasattr`/`isinstance` of
+names. It is unchanged when nothing in the scope assigns, deletes or loops over its names (or the
+objects they are attributes of); a call that changes an attribute is not seen.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+import libcst as cst
+
+from gpumem_lint.semantic.imports import dotted_name
+from gpumem_lint.semantic.walk import Walker
+
+#: Calls whose result depends only on their arguments' identity and class.
+_PURE_TESTS = frozenset({"hasattr", "isinstance", "callable"})
+#: At most this many tests are split on (two analyses each).
+MAX_TESTS = 4
+
+_NEGATED = {"!=": "==", "is not": "is", "not in": "in"}
+_LITERALS = (cst.Integer, cst.Float, cst.SimpleString, cst.Name)  # a Name only as True/False/None
+
+
+def test_key(test: cst.BaseExpression) -> tuple[str, bool] | None:
+    """The test's text with `not` taken off, and whether it holds when that text does."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = test_key(test.expression)
+        return (inner[0], not inner[1]) if inner else None
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        place = dotted_name(test)
+        return (place, True) if place is not None and place not in ("True", "False", "None") else None
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        left, (comparison,) = test.left, test.comparisons
+        operator = _code(comparison.operator).strip()
+        if dotted_name(left) is None or not _literal(comparison.comparator):
+            return None
+        polarity = operator not in _NEGATED
+        operator = _NEGATED.get(operator, operator)
+        return f"{dotted_name(left)} {operator} {_code(comparison.comparator).strip()}", polarity
+    if isinstance(test, cst.Call) and dotted_name(test.func) in _PURE_TESTS:
+        if all(not arg.star and (dotted_name(arg.value) or _literal(arg.value)) for arg in test.args):
+            return _code(test), True
+    return None
+
+
+def repeated_tests(body: Iterable[cst.CSTNode]) -> list[str]:
+    """The tests (by `test_key`) that the scope makes in more than one `if` and never changes, in order."""
+    finder = _Tests()
+    for statement in body:
+        finder.walk(statement)
+    counts = Counter(key for key, _ in finder.tests)
+    repeated = []
+    for key, places in finder.tests:
+        if counts[key] > 1 and key not in repeated and not any(_changed(place, finder.assigned) for place in places):
+            repeated.append(key)
+    return repeated[:MAX_TESTS]
+
+
+def feasible_pairs(
+    runs: dict[str, tuple[set[tuple[int, int]], set[tuple[int, int]]]],
+) -> Callable[[tuple[int, int]], bool]:
+    """Whether a (write, read) pair is reached, given each test's two analyses' pairs (true, false)."""
+
+    def reached(pair: tuple[int, int]) -> bool:
+        return all(pair in when_true or pair in when_false for when_true, when_false in runs.values())
+
+    return reached
+
+
+def _changed(place: str, assigned: set[str]) -> bool:
+    parts = place.split(".")
+    return any(".".join(parts[:end]) in assigned for end in range(1, len(parts) + 1))
+
+
+def _literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    return isinstance(node, _LITERALS)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+class _Tests(Walker):
+    """The keyed `if` tests of one scope (nested functions and classes are scopes of their own), with
+    the places each reads, and every place the scope binds anew."""
+
+    def __init__(self) -> None:
+        self.tests: list[tuple[str, frozenset[str]]] = []
+        self.assigned: set[str] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.assigned.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.assigned.add(node.name.value)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_If(self, node: cst.If) -> None:
+        key = test_key(node.test)
+        if key is not None:
+            self.tests.append((key[0], frozenset(_Places.of(node.test))))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._bind(node.name)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._bind(node.target)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.assigned.update(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.assigned.update(item.name.value for item in node.names)
+
+    def _bind(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value)
+        elif isinstance(target, cst.Subscript):
+            self._bind(target.value)  # `args["x"] = 1` changes what `args` holds
+        elif (place := dotted_name(target)) is not None:
+            self.assigned.add(place)
+
+
+class _Places(Walker):
+    """The dotted places an expression reads (`args.use_lora`, `model`)."""
+
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    @classmethod
+    def of(cls, node: cst.CSTNode) -> set[str]:
+        places = cls()
+        places.walk(node)
+        return places.found
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        place = dotted_name(node)
+        if place is not None:
+            self.found.add(place)
+            return False
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value not in ("True", "False", "None"):
+            self.found.add(node.value)
