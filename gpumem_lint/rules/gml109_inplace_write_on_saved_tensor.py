@@ -31,7 +31,9 @@ class InplaceWriteOnSavedTensor(Rule):
     measured from torch ([`saved_for_backward.json`](../gpumem_lint/knowledge/saved_for_backward.json),
     [docs/facts.md](../docs/facts.md) A1–A4): `relu`, `sigmoid`, `tanh`, `exp`, `softmax` keep
     their output; `a * w` and `x @ w` keep each operand for the other one's gradient; `x + y`
-    and `x * 2` keep nothing.
+    and `x * 2` keep nothing. A parameter the function indexes by a string key
+    (`inputs["representation"]`) is a mapping of tensors: `inputs[key] = y` stores an entry and
+    writes no tensor.
 
     ## Why is this bad?
     Autograd stores the tensor, not a copy, and checks its version counter when the
@@ -92,6 +94,26 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # `inputs["representation"]`: a mapping of tensors, whose item store replaces an entry, not values
+        """
+import torch
+from torch import nn
+
+
+class ChargeHead(nn.Module):
+    def __init__(self, count_key, output_key):
+        super().__init__()
+        self.count_key = count_key
+        self.output_key = output_key
+        self.net = nn.Linear(8, 1)
+
+    def forward(self, inputs):
+        features = inputs["representation"]
+        counts = inputs[self.count_key]
+        charges = self.net(features) / counts.unsqueeze(-1)
+        inputs[self.output_key] = charges
+        return inputs
+""",
         # `mask.squeeze` raises on None: every path that reaches the write took `alphas * mask`
         """
 import torch
@@ -393,6 +415,45 @@ Solver().train([torch.randn(4, 8) for _ in range(2)])
 """,
     )
     INVALID = (
+        # the counts are a tensor of this forward's own, and the write changes what the division saved
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class ChargeHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(8, 1)
+
+    def forward(self, inputs):
+        features = inputs["representation"]
+        counts = features.new_ones(features.shape[0])
+        charges = self.net(features) / counts.unsqueeze(-1)
+        counts[0] = 2
+        return charges
+""",
+            (15,),
+            fixed="""
+import torch
+from torch import nn
+
+
+class ChargeHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(8, 1)
+
+    def forward(self, inputs):
+        features = inputs["representation"]
+        counts = features.new_ones(features.shape[0])
+        charges = self.net(features) / counts.unsqueeze(-1)
+        counts = counts.clone()
+        counts[0] = 2
+        return charges
+""",
+        ),
         # the None path goes on, holding relu's output, which the write overwrites
         Invalid(
             """

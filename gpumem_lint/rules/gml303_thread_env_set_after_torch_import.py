@@ -21,7 +21,8 @@ class ThreadEnvSetAfterTorchImport(Rule):
     workers or co-located jobs then oversubscribe the cores the write was meant to protect.
 
     A launcher that writes the variable and then starts processes is not flagged: the children
-    read it at their own `import torch`.
+    read it at their own `import torch`. So is a program that then builds a vLLM engine
+    (`vllm.LLM(...)`, vLLM's command line), which runs in spawned processes of its own.
 
     ## Example
     ```python
@@ -83,6 +84,18 @@ import os
 import numpy as np
 
 os.environ["OMP_NUM_THREADS"] = "1"
+""",
+        # vLLM's engine runs in a process of its own, spawned: it reads the variable at its own `import torch`
+        """
+import os
+
+import torch
+from vllm import LLM
+
+
+def load_engine(model_path):
+    os.environ["OMP_NUM_THREADS"] = "1"
+    return LLM(model=model_path, gpu_memory_utilization=0.8)
 """,
     )
     INVALID = (

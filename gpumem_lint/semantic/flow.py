@@ -27,7 +27,7 @@ from gpumem_lint.semantic.conditions import test_key
 from gpumem_lint.semantic.elements import Elements
 from gpumem_lint.semantic.grad import GradSemantics, output_grad
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
-from gpumem_lint.semantic.indexing import gives_scalar, index_names, indexes_by, integer_count
+from gpumem_lint.semantic.indexing import gives_scalar, index_names, indexes_by, integer_count, keyed_by_string
 from gpumem_lint.semantic.literals import is_constant, is_literal
 from gpumem_lint.semantic.name_values import value_bindings
 from gpumem_lint.semantic.overlap import Overlap, OverlapSemantics
@@ -639,7 +639,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         container = self._eval(target.value, state, record=False)
         advanced = self._eval_slices(target, state)
         place = dotted_name(target.value)
-        if self._is_array(container) and not _keyed_by_string(target) and place not in self._containers:
+        if self._is_array(container) and not keyed_by_string(target) and place not in self._containers:
             if place is not None:
                 self._record_reads(place, target.value, state)
             partial, index = self._index_extent(target)
@@ -675,7 +675,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             container = self._eval(node.target.value, state)
             advanced = self._eval_slices(node.target, state)
             narrowed = dotted_name(node.target.value) in self._containers
-            if self._is_array(container) and not _keyed_by_string(node.target) and not narrowed:
+            if self._is_array(container) and not keyed_by_string(node.target) and not narrowed:
                 partial, index = self._index_extent(node.target)
                 op = "[] " + _operator(node)
                 self._write(container, node, op, state, partial=partial, index=index, certain=False, advanced=advanced)
@@ -872,7 +872,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 state.moved -= view.handles  # made again: of the element the names index now
             return view
         key = _literal_key(node)
-        if key is not None and _keyed_by_string(node) and base.handles and not base.container:
+        if key is not None and keyed_by_string(node) and base.handles and not base.container:
             return self._item(base, node, key)
         return self._elements_of(base, node)  # `batch["x"]`, `items[i]`: one of what it holds
 
@@ -1608,19 +1608,6 @@ def _views_of(value: Value, container: Value, index: str | None) -> bool:
     return bool(value.handles) and all(
         h.kind is AliasKind.VIEW and h.index == index and h.storage in storages for h in value.handles
     )
-
-
-def _keyed_by_string(node: cst.Subscript) -> bool:
-    """`batch["image"] = …`, `td[("agents", "action")] = …` store into a mapping: tensors are never
-    indexed by strings."""
-    return any(isinstance(element.slice, cst.Index) and _is_key(element.slice.value) for element in node.slice)
-
-
-def _is_key(index: cst.BaseExpression) -> bool:
-    """A string, or a tuple of strings (a nested key)."""
-    if isinstance(index, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
-        return True
-    return isinstance(index, cst.Tuple) and bool(index.elements) and all(_is_key(e.value) for e in index.elements)
 
 
 def _yields_key_first(node: cst.BaseExpression) -> bool:

@@ -186,3 +186,16 @@ def _is_none(index: cst.BaseSlice) -> bool:
 
 def _is_full_slice(index: cst.BaseSlice) -> bool:
     return isinstance(index, cst.Slice) and index.lower is None and index.upper is None
+
+
+def keyed_by_string(node: cst.Subscript) -> bool:
+    """`batch["image"]`, `td[("agents", "action")]`: an item of a mapping; tensors are never indexed by strings."""
+    return any(isinstance(element.slice, cst.Index) and _is_key(element.slice.value) for element in node.slice)
+
+
+def _is_key(index: cst.BaseExpression) -> bool:
+    """A string, or a tuple of strings (a nested key)."""
+    if isinstance(index, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return True
+    return isinstance(index, cst.Tuple) and bool(index.elements) and all(_is_key(e.value) for e in index.elements)
+

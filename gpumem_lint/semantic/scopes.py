@@ -10,6 +10,7 @@ import libcst as cst
 from gpumem_lint.knowledge import knowledge
 from gpumem_lint.semantic.class_facts import ClassFacts, ClassFactsBuilder, ClassTable
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
+from gpumem_lint.semantic.indexing import keyed_by_string
 from gpumem_lint.semantic.literals import is_constant, keyword, split_like_tensor
 from gpumem_lint.semantic.walk import Walker
 
@@ -30,6 +31,7 @@ class Scope:
     no_grad: bool = False  # decorated @torch.no_grad() / @torch.inference_mode()
     inplace_modules: dict[str, str] = field(default_factory=dict)  # "self.act" -> "torch.nn.ReLU" (inplace=True)
     tensor_places: set[str] = field(default_factory=set)  # used as receiver of a tensor-only method
+    string_keyed: set[str] = field(default_factory=set)  # names indexed by a string key: `inputs["positions"]`
     docstring: str | None = None
     enclosing: tuple[str, ...] = ()  # names of the functions this one is nested in
     mentions_inplace: bool = False  # an `inplace` flag decides whether it mutates
@@ -173,6 +175,11 @@ class ScopeCollector(Walker):
         if node.attr.value in _TENSOR_ATTRIBUTES:
             self._note_tensor_place(node.value)
 
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if type(node.value) is cst.Name and keyed_by_string(node):
+            if not any(node.value.value in names for names in self._comprehension_names):
+                self._functions[-1].string_keyed.add(node.value.value)
+
     def _note_tensor_place(self, node: cst.BaseExpression) -> None:
         """`x.transpose(0, 1)`: evidence that `x` holds a tensor, unless a comprehension binds its own `x`."""
         place = dotted_name(node)
@@ -282,9 +289,7 @@ class ScopeCollector(Walker):
         for scope in self.scopes:
             scope.classes = classes
             scope.freezes_parameters = self._freezes
-            scope.params = {
-                name: True if tensor or name in scope.tensor_places else tensor for name, tensor in scope.params.items()
-            }
+            scope.params = {name: _parameter_kind(scope, name, tensor) for name, tensor in scope.params.items()}
             first = next(iter(scope.params), None)
             # The input of a module's forward is a tensor unless annotated otherwise.
             if scope.name == "forward" and scope.is_method and first is not None and scope.params[first] is None:
@@ -294,6 +299,14 @@ class ScopeCollector(Walker):
 
 
 _AUTOGRAD_FUNCTION = "torch.autograd.Function"
+
+
+def _parameter_kind(scope: Scope, name: str, annotated: bool | None) -> bool | None:
+    """Whether a parameter holds a tensor: annotated so, or the receiver of a tensor-only method; not
+    when the function indexes it by a string key (`inputs["positions"]`: a mapping of tensors)."""
+    if annotated or name in scope.tensor_places:
+        return True
+    return False if name in scope.string_keyed else annotated
 
 
 def _comprehension_targets(node) -> frozenset[str]:
