@@ -454,3 +454,15 @@ def test_f46_load_state_dict_with_assign_writes_no_memory():
     kept = snapshot["weight"].clone()
     other.load_state_dict(nn.Linear(3, 2).state_dict())
     assert not torch.equal(snapshot["weight"], kept)  # without `assign`: copied into the old tensor
+
+
+@pytest.mark.parametrize("plain", [lambda p: p.detach(), lambda p: p.clone(), lambda p: p.data, lambda p: p * 2])
+def test_f51_a_parameter_name_refuses_a_plain_tensor(plain):
+    module = nn.Linear(3, 2)
+    with pytest.raises(TypeError, match="cannot assign"):
+        module.weight = plain(module.weight)
+    # An attribute that is no Parameter takes it, and is none of what `parameters()` hands an optimizer.
+    module.hidden = plain(module.weight)
+    assert not isinstance(module.hidden, nn.Parameter)
+    assert all(p is not module.hidden for p in module.parameters())
+    assert "hidden" not in module.state_dict()

@@ -69,6 +69,7 @@ class Knowledge:
     other_tensor_attributes: frozenset[str]
     backward_writes: frozenset[str]  # `p.grad`: attributes that `backward()` writes
     metadata_attributes: frozenset[str]
+    object_dict_attributes: frozenset[str]
     metadata_methods: frozenset[str]
     metadata_functions: frozenset[str]
     foreach_prefix: str
@@ -181,6 +182,7 @@ def knowledge() -> Knowledge:
         other_tensor_attributes=_set(hand["other_tensor_attributes"]["names"]),
         backward_writes=_set(hand["backward"]["writes_attributes"]),
         metadata_attributes=_set(hand["metadata"]["attributes"]),
+        object_dict_attributes=_set(hand["object_dicts"]["attributes"]),
         metadata_methods=_set(hand["metadata"]["methods"]),
         metadata_functions=_set(hand["metadata"]["functions"]),
         foreach_prefix=hand["foreach"]["prefix"],

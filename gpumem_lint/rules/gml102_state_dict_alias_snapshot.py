@@ -38,7 +38,8 @@ class StateDictAliasSnapshot(Rule):
     [`heuristics.toml`](../gpumem_lint/knowledge/heuristics.toml)), and `x.step()` is an
     optimizer step when the optimizer was built in view or `x` is named like one
     (`optimizer_names`); the `load_state_dict()` of a receiver named like one loads
-    the optimizer's state and writes no module's. A dict given to
+    the optimizer's state and writes no module's. An object's `__dict__` (`model.config.__dict__`) is a
+    dict of its own, so its `update()` trains nothing. A dict given to
     `torch.distributed.checkpoint.load` is the load's destination: it fills those tensors in
     place (F42), so the module is restored and nothing is reported.
 
@@ -80,6 +81,17 @@ class StateDictAliasSnapshot(Rule):
     triggers = ("state_dict",)
     scope_triggers = WRITES
     VALID = (
+        # `model.config.__dict__` is a dict of its own: updating it writes no tensor of the model
+        """
+import torch
+
+
+def export(model, path):
+    weights = model.state_dict()
+    info = model.config.__dict__
+    info.update(model.generation_config.__dict__)
+    torch.save({"weights": weights, "info": info}, path)
+""",
         """
 def resume(state, optimizer_state):
     snapshot = {"state": state.state_dict()}
@@ -193,6 +205,33 @@ class Trainer:
 """,
     )
     INVALID = (
+        # the optimizer's step, not the dict's update, writes the model's tensors
+        Invalid(
+            """
+import torch
+
+
+def export(model, optimizer, batch, path):
+    weights = model.state_dict()
+    info = model.config.__dict__
+    model(batch).sum().backward()
+    optimizer.step()
+    torch.save({"weights": weights, "info": info}, path)
+""",
+            (6,),
+            fixed="""
+import copy
+import torch
+
+
+def export(model, optimizer, batch, path):
+    weights = copy.deepcopy(model.state_dict())
+    info = model.config.__dict__
+    model(batch).sum().backward()
+    optimizer.step()
+    torch.save({"weights": weights, "info": info}, path)
+""",
+        ),
         # kept on the trainer while training goes on; `restore_best` loads the last weights
         Invalid(
             """

@@ -46,7 +46,9 @@ class AliasReadAfterInplaceWrite(Rule):
     then `a[:, i] = row`) copies memory onto itself and changes nothing; indexing by a tensor
     (`x[ids]`, where `ids = batch["ids"].view(-1)`) is advanced indexing, a copy. A view made in
     one arm of a test and a write in the other arm of the same test, made again of a value the
-    function never rebinds (`if on_gpu:` twice), are never on one path.
+    function never rebinds (`if on_gpu:` twice), are never on one path. An optimizer step writes a
+    module's parameters, not what an attribute holds that the program assigns a plain tensor
+    (`m.state = m.state.detach()`): `nn.Module` refuses that for a Parameter's name (F51).
 
     ## Known problems
     numpy's `a[i]` is known to be a scalar only where the array's constructor shows its
@@ -92,6 +94,32 @@ class AliasReadAfterInplaceWrite(Rule):
     triggers = ("torch", "numpy")
     scope_triggers = WRITES
     VALID = (
+        # `m.recurrent.weight = ... .detach()` succeeds only for a name that is no Parameter (F51): the step leaves it
+        """
+import torch
+from torch import nn
+from graph_layers import EvolvingGCN
+
+
+class Forecaster(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.recurrent = EvolvingGCN(20, 4)
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.head(self.recurrent(x))
+
+
+model = Forecaster()
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+for epoch in range(10):
+    loss = model(torch.randn(20, 4)).square().mean()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    model.recurrent.weight = model.recurrent.weight.detach()
+""",
         # `if on_gpu:` tested twice of an unchanged flag: the view and the write are on opposite arms
         """
 import numpy as np
@@ -304,6 +332,57 @@ class InferenceWorker:
 """,
     )
     INVALID = (
+        # a detached Parameter is the Parameter's memory, which the step writes
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class Forecaster(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.recurrent = nn.GRUCell(4, 4)
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.head(self.recurrent(x))
+
+
+model = Forecaster()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+before = model.head.weight.detach()
+loss = model(torch.randn(20, 4)).square().mean()
+loss.backward()
+optimizer.step()
+print(bool((model.head.weight - before).abs().sum() > 0))
+""",
+            (21,),
+            fixed="""
+import torch
+from torch import nn
+
+
+class Forecaster(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.recurrent = nn.GRUCell(4, 4)
+        self.head = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.head(self.recurrent(x))
+
+
+model = Forecaster()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+before = model.head.weight.detach().clone()
+loss = model(torch.randn(20, 4)).square().mean()
+loss.backward()
+optimizer.step()
+print(bool((model.head.weight - before).abs().sum() > 0))
+""",
+            prints="True",
+        ),
         # the same flag's `else` arm writes the array its view was taken of
         Invalid(
             """

@@ -815,6 +815,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         if name in self.k.metadata_attributes:
             self._eval(node.value, state, record=False)  # `prev.shape` does not read prev's values
             return EMPTY
+        if name in self.k.object_dict_attributes:  # `model.config.__dict__`: a dict of its own
+            self._eval(node.value, state, record=False)
+            return self._fresh_value(node)
         if name in self.k.detach_properties:
             base = self._eval(node.value, state, record)
             return self._alias(base, node, AliasKind.DATA, tensor=True)
@@ -1170,8 +1173,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         head, _, attribute = place.rpartition(".")
         if head and attribute not in self.k.other_tensor_attributes:
             owner = self._place_value(head, state)
-            # A container's attributes are not its elements' memory: no parent then.
-            parent = next(iter(owner)).storage if owner else None
+            # A container's attributes are not its elements' memory: no parent then. Nor is what a
+            # module keeps in an attribute that is no Parameter of it (`m.h = m.h.detach()`, F51).
+            parent = next(iter(owner)).storage if owner and place not in self.scope.plain_attributes else None
         storage = self._storage(("external", place, id(parent)), place, "external", parent)
         tensor = place in self.scope.tensor_places
         handle = self._handle(("external", place, id(parent)), storage, AliasKind.OWN, None, tensor=tensor)

@@ -32,6 +32,9 @@ class Scope:
     inplace_modules: dict[str, str] = field(default_factory=dict)  # "self.act" -> "torch.nn.ReLU" (inplace=True)
     tensor_places: set[str] = field(default_factory=set)  # used as receiver of a tensor-only method
     string_keyed: set[str] = field(default_factory=set)  # names indexed by a string key: `inputs["positions"]`
+    #: Attributes assigned a tensor that cannot be a Parameter (`m.h = m.h.detach()`): `nn.Module` refuses
+    #: that for a registered Parameter's name, so what they hold is no parameter of their module (F51).
+    plain_attributes: set[str] = field(default_factory=set)
     docstring: str | None = None
     enclosing: tuple[str, ...] = ()  # names of the functions this one is nested in
     mentions_inplace: bool = False  # an `inplace` flag decides whether it mutates
@@ -211,6 +214,11 @@ class ScopeCollector(Walker):
         self._comprehension_names.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        if _never_a_parameter(node.value):
+            for target in node.targets:
+                place = dotted_name(target.target)
+                if place is not None and "." in place:
+                    self._functions[-1].plain_attributes.add(place)
         if is_constant(node.value, "False") and any(
             isinstance(t.target, cst.Attribute)
             and t.target.attr.value == "requires_grad"
@@ -299,6 +307,23 @@ class ScopeCollector(Walker):
 
 
 _AUTOGRAD_FUNCTION = "torch.autograd.Function"
+
+
+#: Methods whose result is a plain tensor even of a Parameter.
+_PLAIN_RESULTS = frozenset({"detach", "clone"})
+
+
+def _never_a_parameter(value: cst.BaseExpression) -> bool:
+    """`h.detach()`, `p.clone()`, `p.data`, `a * b`: a tensor that is not an `nn.Parameter`."""
+    if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)):
+        return True
+    if isinstance(value, cst.Attribute):
+        return value.attr.value == "data"
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in _PLAIN_RESULTS
+    )
 
 
 def _parameter_kind(scope: Scope, name: str, annotated: bool | None) -> bool | None:
