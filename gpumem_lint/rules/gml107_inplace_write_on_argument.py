@@ -477,6 +477,25 @@ class Wrapper(torch.nn.Module):
             return pred, batch
         return pred
 """,
+        # `a, b = f(x), f(y)`: the call reads its argument before it writes it, and nothing reads it after
+        """
+import torch
+
+
+def cov(m, rowvar=False):
+    if not rowvar and m.size(0) != 1:
+        m = m.t()
+    fact = 1.0 / (m.size(1) - 1)
+    m -= torch.mean(m, dim=1, keepdim=True)
+    return fact * m.matmul(m.t()).squeeze()
+
+
+def frechet_distance(x1, x2):
+    x1 = x1.flatten(start_dim=1)
+    x2 = x2.flatten(start_dim=1)
+    sigma, sigma_w = cov(x1, rowvar=False), cov(x2, rowvar=False)
+    return torch.trace(sigma + sigma_w)
+""",
         # each pass writes its own row (`batch[i, :n]`) and the next pass reads another one
         """
 import torch
@@ -850,6 +869,48 @@ energy = advance(initial, 0.5)
 print(torch.equal(initial, before))
 """,
             (6,),
+        ),
+        # the caller reads its argument again after the tuple's calls wrote it
+        Invalid(
+            """
+import torch
+
+
+def cov(m, rowvar=False):
+    if not rowvar and m.size(0) != 1:
+        m = m.t()
+    fact = 1.0 / (m.size(1) - 1)
+    m -= torch.mean(m, dim=1, keepdim=True)
+    return fact * m.matmul(m.t()).squeeze()
+
+
+def frechet_distance(x1, x2):
+    x1 = x1.flatten(start_dim=1)
+    x2 = x2.flatten(start_dim=1)
+    sigma, sigma_w = cov(x1, rowvar=False), cov(x2, rowvar=False)
+    mean = torch.sum((x1.mean(dim=0) - x2.mean(dim=0)) ** 2)
+    return torch.trace(sigma + sigma_w) + mean
+""",
+            (9,),
+            fixed="""
+import torch
+
+
+def cov(m, rowvar=False):
+    if not rowvar and m.size(0) != 1:
+        m = m.t()
+    fact = 1.0 / (m.size(1) - 1)
+    m = m - torch.mean(m, dim=1, keepdim=True)
+    return fact * m.matmul(m.t()).squeeze()
+
+
+def frechet_distance(x1, x2):
+    x1 = x1.flatten(start_dim=1)
+    x2 = x2.flatten(start_dim=1)
+    sigma, sigma_w = cov(x1, rowvar=False), cov(x2, rowvar=False)
+    mean = torch.sum((x1.mean(dim=0) - x2.mean(dim=0)) ** 2)
+    return torch.trace(sigma + sigma_w) + mean
+""",
         ),
         # the same pass reads its row again after the call wrote it
         Invalid(

@@ -201,6 +201,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._return_values: list[Value] = []
         self._containers: list[str] = []  # places an enclosing `isinstance(x, dict)` test shows to be containers
         self._lists: frozenset[str] | None = None  # `idx = []`: indexing a tensor by it copies (made when asked)
+        self._call_results: dict[int, Value] = {}  # calls in a tuple's elements, by id, until a target takes them
         self._element_read: str | None = None  # the index of `x[...]` while `x` is read for it, once a loop moved on
         self._item_keys: dict[Handle, str | None] = {}  # a container's item -> the literal key it is stored under
 
@@ -514,8 +515,12 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         (`x[0], x[1] = x[1], x[0]` does not swap two rows of a tensor)."""
         pending = []
         for alternatives in sources:  # one expression, or one per branch of `p if c else q`
-            # Already evaluated with the whole right-hand side: only their values are needed here.
-            values = [self._eval(source, state, record=False) for source in alternatives]
+            # Already evaluated with the whole right-hand side: only their values are needed here (a call
+            # is not made again: it would read its arguments after its own writes to them).
+            values = [
+                self._call_results.pop(id(source), None) or self._eval(source, state, record=False)
+                for source in alternatives
+            ]
             value = Value(
                 frozenset().union(*(v.handles for v in values)),
                 any(v.tensor for v in values),
@@ -735,7 +740,10 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         if kind in _COLLECTIONS:
             handles: set[Handle] = set()
             for element in node.elements:
-                handles |= self._eval(element.value, state).handles
+                value = self._eval(element.value, state)
+                if type(element.value) is cst.Call:  # kept for `a, b = f(x), g(y)`, which binds them one by one
+                    self._call_results[id(element.value)] = value
+                handles |= value.handles
             return Value(frozenset(handles), container=True)
         if kind is cst.Dict:
             handles = set()
