@@ -7,7 +7,7 @@ from gpumem_lint.diagnostics import Severity
 from gpumem_lint.knowledge.devices import default_device
 from gpumem_lint.rules._boundaries import module_cuda_names, module_datasets, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.datasets import WORKER_LOADER
+from gpumem_lint.semantic.datasets import WORKER_LOADER, DatasetClass
 from gpumem_lint.semantic.devices import CudaUses, cuda_call, default_cuda_setting, is_cuda_device
 from gpumem_lint.semantic.literals import keyword
 from gpumem_lint.semantic.program_order import CUDA_INIT_EVENTS
@@ -31,7 +31,9 @@ class CudaInDataloaderWorker(Rule):
       `.pin_memory()` — or, when the workers start with spawn or forkserver, reads a CUDA
       tensor the dataset made in `__init__` (`self.X = X.cuda()`);
     - the loader's `collate_fn` or `worker_init_fn` (a function of the module, a lambda,
-      `functools.partial(f, ...)`, or an object of a module class with `__call__`);
+      `functools.partial(f, ...)`, an object of a module class with `__call__`, or a method of a
+      module class: `collate_fn=self.pad`, whose `device=self.device` is a CUDA device when
+      `__init__` stores one there, from a construction's argument);
     - a transform the Dataset calls through an attribute (`self.transform(x)`), stored by
       `__init__` directly or from a parameter its construction fills
       (`Features(rows, transform=Compose([Crop(), ToGpu()]))`);
@@ -115,6 +117,30 @@ class CudaInDataloaderWorker(Rule):
     triggers = ("DataLoader",)
     file_trigger = WORKER_LOADER
     VALID = (
+        # a method as `collate_fn` whose `self.device` its construction fills with the CPU
+        """
+import torch
+from torch.utils.data import DataLoader
+
+
+class TextData:
+    def __init__(self, device, num_workers=4):
+        self.device = device
+        self.num_workers = num_workers
+
+    def _pad(self, batch):
+        longest = max(len(x) for x in batch)
+        tokens = torch.zeros((len(batch), longest), dtype=torch.long, device=self.device)
+        for i, x in enumerate(batch):
+            tokens[i, : len(x)] = x
+        return tokens
+
+    def loader(self, dataset):
+        return DataLoader(dataset, batch_size=8, num_workers=self.num_workers, collate_fn=self._pad)
+
+
+data = TextData(torch.device("cpu"))
+""",
         """
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -220,6 +246,33 @@ def main():
 """,
     )
     INVALID = (
+        # the same method, given a CUDA device
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader
+
+
+class TextData:
+    def __init__(self, device, num_workers=4):
+        self.device = device
+        self.num_workers = num_workers
+
+    def _pad(self, batch):
+        longest = max(len(x) for x in batch)
+        tokens = torch.zeros((len(batch), longest), dtype=torch.long, device=self.device)
+        for i, x in enumerate(batch):
+            tokens[i, : len(x)] = x
+        return tokens
+
+    def loader(self, dataset):
+        return DataLoader(dataset, batch_size=8, num_workers=self.num_workers, collate_fn=self._pad)
+
+
+data = TextData(torch.device("cuda"))
+""",
+            (13,),
+        ),
         Invalid(
             """
 import torch
@@ -364,7 +417,10 @@ loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worke
         reported: set[int] = set()
         for code in worker_code(found, ModuleCallables(ctx.module, imports, found.values)):
             spawned = _spawns(ctx, code.loader.start_method)
-            uses = _WorkerCudaUses(names, imports, None if spawned else setting)
+            devices = set()
+            if code.owner is not None:  # a method: `device=self.device`, stored by its class's `__init__`
+                devices = _device_attributes(DatasetClass.of(code.owner), found, names, ctx)
+            uses = _WorkerCudaUses(names | devices, imports, None if spawned else setting)
             uses.walk(code.body)
             if not uses.found or id(call := _first(ctx, uses.found)) in reported:
                 continue

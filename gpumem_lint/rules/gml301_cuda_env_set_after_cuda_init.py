@@ -21,7 +21,10 @@ class CudaEnvSetAfterCudaInit(Rule):
     `torch.device("cuda")`, `torch.cuda.device_count()` (NVML), `is_initialized()` and
     `manual_seed` do not. Writes before `import torch`, right after it, or before any such call
     are fine, as is a launcher that starts processes after the write (the children read their
-    environment afresh).
+    environment afresh). A function the module calls at import (`main()` without a `__main__`
+    guard) runs in that call: what its body does after the write does not precede it. Nor do two
+    tests of one unchanged value in one call take opposite arms (`if notebook_mode == False:` ...
+    `if notebook_mode:`, each calling the setup).
 
     ## Why is this bad?
     The driver enumerates devices once, at `cuInit`. Measured on an H200 with torch 2.11
@@ -95,6 +98,51 @@ class CudaEnvSetAfterCudaInit(Rule):
     triggers = ENV_TRIGGERS
     file_trigger = ENV_WRITE
     VALID = (
+        # `notebook_mode == False` and `notebook_mode` test one unchanged parameter: one setup runs per call
+        """
+import argparse
+import os
+
+import torch
+
+
+def gpu_setup(use_gpu, gpu_id):
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_id)
+    return torch.device("cuda" if use_gpu and torch.cuda.is_available() else "cpu")
+
+
+def main(notebook_mode=False, config=None):
+    if notebook_mode == False:
+        args = argparse.ArgumentParser().parse_args()
+        device = gpu_setup(True, args.gpu_id)
+    if notebook_mode:
+        device = gpu_setup(config["gpu"]["use"], config["gpu"]["id"])
+    return torch.zeros(4, device=device)
+
+
+if __name__ == "__main__":
+    main()
+""",
+        # `main()` called once, unguarded, at import: the setup writes the mask before its own CUDA call
+        """
+import os
+
+import torch
+
+
+def gpu_setup(gpu_id):
+    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_id)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def main():
+    device = gpu_setup(0)
+    print(device)
+
+
+main()
+""",
         """
 import os
 import torch
@@ -163,6 +211,55 @@ share_visible_devices()
 """,
     )
     INVALID = (
+        # two tests of different values: both setups may run, the second after the first's CUDA call
+        Invalid(
+            """
+import argparse
+import os
+
+import torch
+
+
+def gpu_setup(use_gpu, gpu_id):
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_id)
+    return torch.device("cuda" if use_gpu and torch.cuda.is_available() else "cpu")
+
+
+def main(notebook_mode=False, config=None):
+    if notebook_mode == False:
+        args = argparse.ArgumentParser().parse_args()
+        device = gpu_setup(True, args.gpu_id)
+    if config is not None:
+        device = gpu_setup(config["gpu"]["use"], config["gpu"]["id"])
+    return torch.zeros(4, device=device)
+
+
+if __name__ == "__main__":
+    main()
+""",
+            (9,),
+        ),
+        # the module touched CUDA before it called `main()`
+        Invalid(
+            """
+import os
+import torch
+
+
+def gpu_setup(gpu_id):
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_id)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def main():
+    return gpu_setup(0)
+
+
+torch.cuda.is_available()
+main()
+""",
+            (7,),
+        ),
         Invalid(
             """
 import os

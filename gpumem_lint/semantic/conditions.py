@@ -6,10 +6,13 @@ run takes it; nor does a loop's next pass change the answer. The flow analysis j
 `if`, so on its own it pairs a write on one such path with a read on the other. A scope whose facts
 hold reads is analysed again under each value of each test it repeats (`ScopeAnalyzer(assumed=...)`
 takes only the arm that value selects); a read is kept when, for every such test, some value reaches it.
+The program order (`program_order.py`) marks the arms of such tests, so that no path through one call of
+a function takes opposite arms of two of them (`if notebook_mode == False: setup()` ... `if notebook_mode:
+setup()` runs `setup` once).
 
 A test is a name or attribute (`args.use_lora`, `allGPU`), `not` of one, its comparison with a literal
-(`mode == "train"`, `x is None`; `!=` and `is not` are the negations), or `hasattr`/`isinstance` of
-names. It is unchanged when nothing in the scope assigns, deletes or loops over its names (or the
+(`mode == "train"`, `x is None`; `!=` and `is not` are the negations; `flag == False` is `not flag`), or
+`hasattr`/`isinstance` of names. It is unchanged when nothing in the scope assigns, deletes or loops over its names (or the
 objects they are attributes of); a call that changes an attribute is not seen.
 """
 
@@ -47,7 +50,10 @@ def test_key(test: cst.BaseExpression) -> tuple[str, bool] | None:
             return None
         polarity = operator not in _NEGATED
         operator = _NEGATED.get(operator, operator)
-        return f"{dotted_name(left)} {operator} {_code(comparison.comparator).strip()}", polarity
+        comparator = _code(comparison.comparator).strip()
+        if comparator in ("True", "False") and operator in ("==", "is"):  # `flag == False` is `not flag`
+            return dotted_name(left), polarity == (comparator == "True")
+        return f"{dotted_name(left)} {operator} {comparator}", polarity
     if isinstance(test, cst.Call) and dotted_name(test.func) in _PURE_TESTS:
         if all(not arg.star and (dotted_name(arg.value) or _literal(arg.value)) for arg in test.args):
             return _code(test), True

@@ -44,6 +44,11 @@ class DatasetClass:
     node: cst.ClassDef
     methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, node: cst.ClassDef) -> DatasetClass:
+        """Any class of the module, read as a Dataset class is: its methods, what `__init__` stores."""
+        return cls(node, _methods(node))
+
     @property
     def name(self) -> str:
         return self.node.name.value
@@ -109,6 +114,8 @@ class WorkerLoader:
     node: cst.Call
     dataset: cst.BaseExpression | None
     start_method: str | None
+    #: The class whose method makes the loader (`collate_fn=self.collate` is one of its methods).
+    owner: cst.ClassDef | None = None
 
 
 @dataclass
@@ -152,7 +159,7 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
         )
         starts = _starts_workers(call, collector.values)
         if starts:
-            worker_loaders.append(WorkerLoader(call, dataset, _context_method(call)))
+            worker_loaders.append(WorkerLoader(call, dataset, _context_method(call), collector.owners.get(id(call))))
         cls = _dataset_class(dataset, classes, instances)
         if cls is not None and starts:
             persistent = keyword(call, "persistent_workers")
@@ -172,7 +179,8 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
                     name,
                 )
             )
-    constructions = {name: [c for c in collector.calls if dotted_name(c.func) == name] for name in classes}
+    names = {node.name.value for node in collector.class_nodes}  # every class: a collate method's too
+    constructions = {name: [c for c in collector.calls if dotted_name(c.func) == name] for name in names}
     return Datasets(classes, loaders, instances, worker_loaders, constructions, collector.values)
 
 
@@ -185,14 +193,22 @@ class _Collector(Walker):
         self.loader_names: dict[int, str] = {}  # id(DataLoader call) -> the name it is assigned to
         self.calls: list[cst.Call] = []
         self.values: dict[str, cst.BaseExpression] = {}
+        self.owners: dict[int, cst.ClassDef] = {}  # id(DataLoader call) -> the class around it
+        self._enclosing: list[cst.ClassDef] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.class_nodes.append(node)
+        self._enclosing.append(node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._enclosing.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         self.calls.append(node)
         if self.imports.qualify(node.func) in _DATALOADERS:
             self.loader_calls.append(node)
+            if self._enclosing:
+                self.owners[id(node)] = self._enclosing[-1]
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:

@@ -879,6 +879,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 return self._alias(base, node, AliasKind.MULTI_VIEW, partial=True, index=index)
             partial, index = self._index_extent(node)
             view = self._alias(base, node, AliasKind.VIEW, partial=partial, index=index)
+            _drop_dimensions(view, integer_count(node))
             if state.moved:
                 state.moved -= view.handles  # made again: of the element the names index now
             return view
@@ -970,6 +971,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 element=True,
                 grad=h.grad,
                 module=h.elements,  # `for block in self.blocks` of a module list of one class
+                ndim=h.ndim,
             )
             for h in container.handles
             if h.role is None
@@ -1011,8 +1013,13 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             and not (iterable.kinds & {AliasKind.MULTI_VIEW, AliasKind.PARAMETERS})
         ):
             # Iterating a tensor is `unbind(0)`: its rows are several views of one output.
-            return self._alias(iterable, node, AliasKind.MULTI_VIEW, partial=True, index=None)
-        return self._elements_of(iterable, node)
+            rows = self._alias(iterable, node, AliasKind.MULTI_VIEW, partial=True, index=None)
+            _drop_dimensions(rows, 1)
+            return rows
+        elements = self._elements_of(iterable, node)
+        if iterable.ndarray and not iterable.container:
+            _drop_dimensions(elements, 1)  # an array's rows
+        return elements
 
     # ---------------------------------------------------------------- calls
 
@@ -1388,6 +1395,15 @@ def _names_in(target: cst.BaseExpression) -> list[cst.Name]:
     if isinstance(target, cst.StarredElement):
         return _names_in(target.value)
     return []
+
+
+def _drop_dimensions(view: Value, integers: int | None) -> None:
+    """`a[i]` and a row of `for row in a` have the base's dimensions less those its integers index."""
+    if not integers:
+        return
+    for handle in view.handles:
+        if handle.base is not None and handle.base.ndim is not None:
+            handle.ndim = max(handle.base.ndim - integers, 0)
 
 
 def _index_extent(node: cst.Subscript) -> tuple[bool, str | None]:

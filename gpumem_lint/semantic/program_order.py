@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpumem_lint.knowledge.lockin import CUDA_INIT, lockin_table
+from gpumem_lint.semantic.conditions import repeated_tests, test_key
 from gpumem_lint.semantic.env_writes import env_writes, module_string_constants
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.walk import Walker
@@ -107,6 +108,8 @@ class _Arm:
     arm: int
     terminal: str | None  # "return" (ends the frame) or "exit" (ends the program)
     frame: int
+    #: The test this arm takes, when the function tests that unchanged value again (`conditions`), and its value.
+    test: tuple[str, bool] | None = None
 
 
 @dataclass
@@ -122,6 +125,8 @@ class Step:
     #: For an import or a call that runs another module's code: the steps of that code's events, made
     #: (and the module summarised) only when a query reaches this step.
     runs: Callable[[], list[Step]] | None = None
+    #: The functions whose calls the step runs inside (outermost first).
+    calls: tuple[cst.CSTNode, ...] = ()
 
     def expanded(self) -> list[Step]:
         """The steps this one stands for: itself, or what the other module's code does."""
@@ -233,6 +238,10 @@ class ProgramOrder:
         self._main = False  # whether `if __name__ == "__main__":` blocks run (the script timeline)
         self._ids = itertools.count(1)
         self._timelines: list[list[Step]] | None = None
+        self._repeated: dict[int, frozenset[str]] = {}  # id of a function -> the unchanged tests it repeats
+        #: For each timeline, where the module's import first enters the function the timeline calls (the
+        #: end of the import when it never does, or for the script's timeline).
+        self._entered: list[int] = []
         self._index: dict[int, list[tuple[int, int]]] = {}
 
     # -- queries -------------------------------------------------------------------------------
@@ -309,13 +318,19 @@ class ProgramOrder:
         matches = matches or (lambda step: bool(step.events & wanted))
         best: tuple[tuple[int, int], Step] | None = None
         timelines = self._timelines_built()
+        imported = len(self._import_steps())
         for timeline_index, position in self._occurrences().get(id(node), ()):
-            if reached and timeline_index > 0 and position < len(self._import_steps()):
+            if reached and timeline_index > 0 and position < imported:
                 continue  # the module-level prefix of a function's timeline
             timeline = timelines[timeline_index]
             target = timeline[position]
+            entered = self._entered[timeline_index]
             for index, step in enumerate(timeline):
                 if index == position:
+                    continue
+                if entered <= index < imported:
+                    # The import itself calls the function (`main()` unguarded): what it runs from that call
+                    # on is that one call, in the order the body gives, not something run before a later call.
                     continue
                 ordered = index < position if before else index > position
                 if not ordered and not _same_loop(step, target):
@@ -349,7 +364,13 @@ class ProgramOrder:
         if self._timelines is None:
             prefix = self._import_steps()
             timelines = [self._build(self._module.body, main=True)]
+            first_call: dict[int, int] = {}  # id of a function -> the first step of the import inside it
+            for index, step in enumerate(prefix):
+                for function in step.calls:
+                    first_call.setdefault(id(function), index)
+            self._entered = [len(prefix)]
             for function, owner in self._definitions.all_functions:
+                self._entered.append(first_call.get(id(function), len(prefix)))
                 steps = list(prefix)
                 where = _Where(frames=(next(self._ids),), calls=(function,), self_class=owner)
                 self._function_body(function, where, steps, depth=0)
@@ -428,16 +449,30 @@ class ProgramOrder:
             return
         self._expression(node.test, where, steps, depth)
         if_id = next(self._ids)
-        self._block(_body(node.body), self._arm(where, if_id, 0, node.body), steps, depth)
+        test = self._repeated_test(node.test, where)
+        self._block(_body(node.body), self._arm(where, if_id, 0, node.body, test), steps, depth)
+        otherwise = (test[0], not test[1]) if test else None
         if isinstance(node.orelse, cst.If):
-            self._if(node.orelse, self._arm(where, if_id, 1, None), steps, depth)
+            self._if(node.orelse, self._arm(where, if_id, 1, None, otherwise), steps, depth)
         elif isinstance(node.orelse, cst.Else):
-            self._block(_body(node.orelse.body), self._arm(where, if_id, 1, node.orelse.body), steps, depth)
+            self._block(_body(node.orelse.body), self._arm(where, if_id, 1, node.orelse.body, otherwise), steps, depth)
 
-    def _arm(self, where: _Where, if_id: int, arm: int, body) -> _Where:
+    def _arm(self, where: _Where, if_id: int, arm: int, body, test: tuple[str, bool] | None = None) -> _Where:
         terminal = self._terminal(body) if body is not None else None
-        entry = _Arm(if_id, arm, terminal, where.frames[-1])
+        entry = _Arm(if_id, arm, terminal, where.frames[-1], test)
         return _Where((*where.path, entry), where.loops, where.frames, where.calls, where.self_class)
+
+    def _repeated_test(self, test: cst.BaseExpression, where: _Where) -> tuple[str, bool] | None:
+        """The test's key and the value its first arm takes, when the function running it tests that
+        unchanged value more than once (`if notebook_mode == False:` ... `if notebook_mode:`)."""
+        if not where.calls:
+            return None  # module level: its names are bound as it runs
+        function = where.calls[-1]
+        repeated = self._repeated.get(id(function))
+        if repeated is None:
+            repeated = self._repeated[id(function)] = frozenset(repeated_tests(_body(function.body)))
+        key = test_key(test) if repeated else None
+        return key if key is not None and key[0] in repeated else None
 
     def _terminal(self, body) -> str | None:
         statements = _body(body)
@@ -506,11 +541,14 @@ class ProgramOrder:
                     where.loops,
                     where.frames,
                     Site(site.event, site.call, site.line, site.file),
+                    calls=where.calls,
                 )
                 for site in sites()
             ]
 
-        return Step(node, frozenset(), None, where.path, where.loops, where.frames, runs=functools.cache(steps))
+        return Step(
+            node, frozenset(), None, where.path, where.loops, where.frames, runs=functools.cache(steps), calls=where.calls
+        )
 
     def _via(self, node: cst.CSTNode) -> str:
         """The import or call of this module that ran another module's code: found only for a site that
@@ -553,7 +591,7 @@ class ProgramOrder:
             events |= self._table.events["import_torch"].closure  # `from torch.utils.cpp_extension import load`
         if event == LAUNCH:
             events = frozenset({LAUNCH})
-        return Step(node, events, event, where.path, where.loops, where.frames)
+        return Step(node, events, event, where.path, where.loops, where.frames, calls=where.calls)
 
     def _import_event(self, node: cst.Import | cst.ImportFrom, where: _Where, steps: list[Step]) -> str | None:
         """`import torch` is an event; a first-party import adds that module's import-time events first."""
@@ -691,12 +729,16 @@ def _keyword(call: cst.Call, keyword: str | None) -> cst.BaseExpression | None:
 
 
 def _compatible(earlier: Step, later: Step) -> bool:
-    """Can `earlier` and `later` both run, in that order, on one path?"""
+    """Can `earlier` and `later` both run, in that order, on one path? Not through opposite arms of one
+    `if`, nor of two tests of one unchanged value in the same call of a function."""
     arms = {arm.if_id: arm.arm for arm in later.path}
+    tests = {(arm.frame, arm.test[0]): arm.test[1] for arm in later.path if arm.test is not None}
     for arm in earlier.path:
         taken = arms.get(arm.if_id)
         if taken is None:
             if arm.terminal == "exit" or (arm.terminal == "return" and arm.frame in later.frames):
+                return False
+            if arm.test is not None and tests.get((arm.frame, arm.test[0]), arm.test[1]) != arm.test[1]:
                 return False
         elif taken != arm.arm:
             return False

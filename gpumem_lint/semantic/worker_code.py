@@ -1,7 +1,9 @@
 """Code a DataLoader runs in its worker processes besides the Dataset's own methods, and the
 tensors its workers index that the main process made.
 
-- its `collate_fn` and `worker_init_fn`;
+- its `collate_fn` and `worker_init_fn`, also a method (`collate_fn=self.collate`, or `dm.collate` of
+  `dm = DataModule(...)`): the method and the `self.` methods it calls, whose `self.device` is what
+  the class's `__init__` stored there;
 - a transform the Dataset's worker methods call through an attribute, `self.transform(x)`, where
   `__init__` stored a callable there: directly (`self.transform = ToGpu()`) or from a parameter
   that a construction of the class fills (`Features(rows, transform=ToGpu())`);
@@ -46,6 +48,8 @@ class WorkerCode:
     body: cst.CSTNode
     role: str
     loader: WorkerLoader
+    #: For a method given as the callable (`collate_fn=self.collate`), its class: what `self.` means there.
+    owner: cst.ClassDef | None = None
 
 
 class ModuleCallables:
@@ -56,11 +60,32 @@ class ModuleCallables:
         self.values = values
         self.functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
         self.classes: dict[str, dict[str, cst.FunctionDef]] = {}
+        self.all_classes: dict[str, cst.ClassDef] = {}
         for statement in module.body:
             if isinstance(statement, cst.ClassDef):
+                self.all_classes[statement.name.value] = statement
                 methods = {s.name.value: s for s in statement.body.body if isinstance(s, cst.FunctionDef)}
                 if "__call__" in methods:
                     self.classes[statement.name.value] = methods
+
+    def bound_method(
+        self, value: cst.BaseExpression | None, owner: cst.ClassDef | None
+    ) -> tuple[cst.ClassDef, list[cst.CSTNode]] | None:
+        """`self.collate` inside a method of `owner`, or `module.collate` of `module = DataModule(...)`:
+        the class, and the bodies calling that method runs (the `self.` methods it calls too)."""
+        if not isinstance(value, cst.Attribute) or not isinstance(value.value, cst.Name):
+            return None
+        holder = value.value.value
+        if holder == "self":
+            cls = owner
+        else:
+            made = self.values.get(holder)
+            cls = self.all_classes.get(dotted_name(made.func) or "") if isinstance(made, cst.Call) else None
+        if cls is None:
+            return None
+        methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+        reached = methods_reached(methods, (value.attr.value,))
+        return (cls, [method.body for method in reached.values()]) if reached else None
 
     def bodies(self, value: cst.BaseExpression | None, depth: int = 0) -> list[cst.CSTNode]:
         """The bodies that calling `value` runs (empty when unknown)."""
@@ -93,8 +118,12 @@ def worker_code(datasets: Datasets, callables: ModuleCallables) -> list[WorkerCo
     found: list[WorkerCode] = []
     for loader in datasets.worker_loaders:
         for argument in ("collate_fn", "worker_init_fn"):
-            for body in callables.bodies(keyword(loader.node, argument)):
+            value = keyword(loader.node, argument)
+            for body in callables.bodies(value):
                 found.append(WorkerCode(body, f"the `{argument}` of", loader))
+            if (method := callables.bound_method(value, loader.owner)) is not None:
+                cls, bodies = method
+                found.extend(WorkerCode(body, f"the `{argument}` of", loader, cls) for body in bodies)
     for cls in datasets.classes.values():
         nodes = {id(loader.node) for loader in datasets.loaders_of(cls)}
         loaders = [loader for loader in datasets.worker_loaders if id(loader.node) in nodes]
