@@ -125,7 +125,8 @@ def _dotted(node: cst.CSTNode) -> str | None:
 
 
 def _is_clone(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("clone", "copy")
+    copies = ("clone", "copy")
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in copies
 
 
 def _is_simple_statement(statement: str) -> bool:

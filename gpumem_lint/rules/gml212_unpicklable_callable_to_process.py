@@ -52,7 +52,9 @@ class UnpicklableCallableToProcess(Rule):
     these: in a list, tuple or dict, among the arguments of an object built by a class
     (`Compose([...])`, `transforms.Lambda(...)`: spelled CapWords, as PEP 8 spells classes), or
     returned by a function of this module; the same holds for a task, a target, a `collate_fn` or
-    a `worker_init_fn` (`collate_fn=make_collate(pad)`, which returns a nested `def`). A lambda reached through a `functools.partial`, an
+    a `worker_init_fn` (`collate_fn=make_collate(pad)`, which returns a nested `def`). A `DataLoader`
+    subclass of the module makes its loader in `super().__init__(...)`, with the workers its
+    constructions ask for (`Masking(data, num_workers=4)`, passed on through `**kwargs`). A lambda reached through a `functools.partial`, an
     attribute set later, or a function of another module is not seen.
 
     ## Example
@@ -87,6 +89,20 @@ class UnpicklableCallableToProcess(Rule):
     triggers = ("multiprocessing", "ProcessPoolExecutor", "DataLoader")
     file_trigger = re.compile(f"{PROCESS_CROSSING.pattern}|{WORKER_LOADER.pattern}")
     VALID = (
+        # a DataLoader subclass whose every construction starts no workers
+        """
+import torch
+from torch.utils.data import DataLoader
+
+
+class PaddedLoader(DataLoader):
+    def __init__(self, dataset, batch_size=1, **kwargs):
+        super().__init__(dataset, batch_size, collate_fn=lambda items: torch.stack(items), **kwargs)
+
+
+def loader(data):
+    return PaddedLoader(data, batch_size=16, num_workers=0)
+""",
         # a factory whose result is an instance of a module-level class: pickled by reference
         """
 import torch
@@ -264,6 +280,23 @@ def loaders(root):
     return torch.utils.data.DataLoader(train, batch_size=64, num_workers=2, multiprocessing_context="spawn")
 """,
             (6,),
+        ),
+        # a DataLoader subclass passes the lambda to `super().__init__`; a construction asks for workers
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader
+
+
+class PaddedLoader(DataLoader):
+    def __init__(self, dataset, batch_size=1, **kwargs):
+        super().__init__(dataset, batch_size, collate_fn=lambda items: torch.stack(items), **kwargs)
+
+
+def loader(data):
+    return PaddedLoader(data, batch_size=16, num_workers=4)
+""",
+            (8,),
         ),
         # the factory returns a function defined inside it
         Invalid(

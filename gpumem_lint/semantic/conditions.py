@@ -12,8 +12,8 @@ setup()` runs `setup` once).
 
 A test is a name or attribute (`args.use_lora`, `allGPU`), `not` of one, its comparison with a literal
 (`mode == "train"`, `x is None`; `!=` and `is not` are the negations; `flag == False` is `not flag`), or
-`hasattr`/`isinstance` of names. It is unchanged when nothing in the scope assigns, deletes or loops over its names (or the
-objects they are attributes of); a call that changes an attribute is not seen.
+`hasattr`/`isinstance` of names. It is unchanged when nothing in the scope assigns, deletes or loops over
+its names (or the objects they are attributes of); a call that changes an attribute is not seen.
 """
 
 from __future__ import annotations

@@ -179,6 +179,7 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
                     name,
                 )
             )
+    worker_loaders += _subclass_loaders(collector, imports)
     names = {node.name.value for node in collector.class_nodes}  # every class: a collate method's too
     constructions = {name: [c for c in collector.calls if dotted_name(c.func) == name] for name in names}
     return Datasets(classes, loaders, instances, worker_loaders, constructions, collector.values)
@@ -194,6 +195,7 @@ class _Collector(Walker):
         self.calls: list[cst.Call] = []
         self.values: dict[str, cst.BaseExpression] = {}
         self.owners: dict[int, cst.ClassDef] = {}  # id(DataLoader call) -> the class around it
+        self.super_inits: list[tuple[cst.Call, cst.ClassDef]] = []  # `super().__init__(...)`, in its class
         self._enclosing: list[cst.ClassDef] = []
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -209,6 +211,15 @@ class _Collector(Walker):
             self.loader_calls.append(node)
             if self._enclosing:
                 self.owners[id(node)] = self._enclosing[-1]
+        func = node.func
+        if (
+            self._enclosing
+            and isinstance(func, cst.Attribute)
+            and func.attr.value == "__init__"
+            and isinstance(func.value, cst.Call)
+            and dotted_name(func.value.func) == "super"
+        ):
+            self.super_inits.append((node, self._enclosing[-1]))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -223,6 +234,35 @@ class _Collector(Walker):
                     self.assigned[name] = cls
                 if name is not None and self.imports.qualify(node.value.func) in _DATALOADERS:
                     self.loader_names[id(node.value)] = name
+
+
+def _subclass_loaders(collector: _Collector, imports: ImportTable) -> list[WorkerLoader]:
+    """`class Masking(DataLoader)` whose `__init__` calls `super().__init__(dataset, collate_fn=...,
+    **kwargs)`: that call makes the loader, and it starts workers when it says so or when a construction
+    of the class does (`Masking(data, num_workers=4)`, passed on through `**kwargs`)."""
+    subclasses: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for node in collector.class_nodes:
+            if node.name.value not in subclasses and any(
+                imports.qualify(base.value) in _DATALOADERS or dotted_name(base.value) in subclasses
+                for base in node.bases
+            ):
+                subclasses.add(node.name.value)
+                changed = True
+    found = []
+    for call, owner in collector.super_inits:
+        if owner.name.value not in subclasses:
+            continue
+        constructions = [c for c in collector.calls if dotted_name(c.func) == owner.name.value]
+        if not any(_starts_workers(made, collector.values) for made in (call, *constructions)):
+            continue
+        first = call.args[0].value if call.args and call.args[0].keyword is None else None
+        dataset = keyword(call, "dataset") or first
+        method = next((m for m in map(_context_method, (call, *constructions)) if m is not None), None)
+        found.append(WorkerLoader(call, dataset, method, owner))
+    return found
 
 
 def _parameter_stores(init: cst.FunctionDef) -> dict[str, str]:

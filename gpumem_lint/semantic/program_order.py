@@ -546,9 +546,8 @@ class ProgramOrder:
                 for site in sites()
             ]
 
-        return Step(
-            node, frozenset(), None, where.path, where.loops, where.frames, runs=functools.cache(steps), calls=where.calls
-        )
+        lazy = functools.cache(steps)
+        return Step(node, frozenset(), None, where.path, where.loops, where.frames, runs=lazy, calls=where.calls)
 
     def _via(self, node: cst.CSTNode) -> str:
         """The import or call of this module that ran another module's code: found only for a site that
