@@ -27,13 +27,15 @@ class InplaceWriteOnSavedTensor(Rule):
     GAN that steps the discriminator between `d_loss.backward(retain_graph=True)` and
     `g_loss.backward()`, or a loss computed after the step from a tensor computed before it
     (the optimizer may be built in another method: `self.optim = Adam(self.vae.parameters())`
-    in `__init__`). What each op keeps is data
+    in `__init__`, or the module be a function's parameter that every caller in the file fills with
+    one: `train(critic, Generator())`). What each op keeps is data
     measured from torch ([`saved_for_backward.json`](../gpumem_lint/knowledge/saved_for_backward.json),
     [docs/facts.md](../docs/facts.md) A1–A4): `relu`, `sigmoid`, `tanh`, `exp`, `softmax` keep
     their output; `a * w` and `x @ w` keep each operand for the other one's gradient; `x + y`
     and `x * 2` keep nothing. A parameter the function indexes by a string key
     (`inputs["representation"]`) is a mapping of tensors: `inputs[key] = y` stores an entry and
-    writes no tensor.
+    writes no tensor. `d[key] *= m` writes the item stored under `key` when the key is a literal or
+    a loop over literal keys binds it (`for key in ["mask"]:`), not the dict's other items.
 
     ## Why is this bad?
     Autograd stores the tensor, not a copy, and checks its version counter when the
@@ -94,6 +96,53 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # each step's loss comes from a generator call made after the step before
+        """
+import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Conv2d(3, 3, 3, padding=1)
+
+    def forward(self, noise):
+        return self.body(noise)
+
+
+def train(critic, generator, real, steps):
+    optimizer = torch.optim.Adam(generator.parameters(), lr=1e-3)
+    for step in range(steps):
+        fake = generator(torch.randn_like(real))
+        loss = -critic(fake).mean()
+        loss.backward()
+        optimizer.step()
+
+
+train(nn.Conv2d(3, 1, 3), Generator(), torch.randn(1, 3, 8, 8), 3)
+""",
+        # `for key in ["atom_exists"]:` writes the item under that key, not the indices stored under another
+        """
+import torch
+from torch import nn
+
+
+class Fold(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(23, 8)
+
+    def forward(self, residues: torch.Tensor, mask: torch.Tensor):
+        features = torch.zeros(residues.shape + (8,))
+        features += self.embedding(residues)
+        out: dict = {"features": features}
+        out["residues"] = residues
+        out["atom_exists"] = torch.ones(residues.shape + (14,))
+        for key in ["atom_exists"]:
+            out[key] *= mask.unsqueeze(-1)
+        return out
+""",
         # `inputs["representation"]`: a mapping of tensors, whose item store replaces an entry, not values
         """
 import torch
@@ -415,6 +464,79 @@ Solver().train([torch.randn(4, 8) for _ in range(2)])
 """,
     )
     INVALID = (
+        # the caller passes a module class of the file: the step writes the weights `fake`'s graph kept
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Conv2d(3, 3, 3, padding=1)
+
+    def forward(self, noise):
+        return self.body(noise)
+
+
+def train(critic, generator, real, steps):
+    optimizer = torch.optim.Adam(generator.parameters(), lr=1e-3)
+    fake = generator(torch.randn_like(real))
+    for step in range(steps):
+        loss = -critic(fake).mean()
+        loss.backward(retain_graph=True)
+        optimizer.step()
+
+
+train(nn.Conv2d(3, 1, 3), Generator(), torch.randn(1, 3, 8, 8), 3)
+""",
+            (21,),
+        ),
+        # the keys now include the one the embedding's indices are stored under
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class Fold(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(23, 8)
+
+    def forward(self, residues: torch.Tensor, mask: torch.Tensor):
+        features = torch.zeros(residues.shape + (8,))
+        features += self.embedding(residues)
+        out: dict = {"features": features}
+        out["residues"] = residues
+        out["atom_exists"] = torch.ones(residues.shape + (14,))
+        for key in ["residues", "atom_exists"]:
+            out[key] *= mask.unsqueeze(-1)
+        return out
+""",
+            (18,),
+            fixed="""
+import torch
+from torch import nn
+
+
+class Fold(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(23, 8)
+
+    def forward(self, residues: torch.Tensor, mask: torch.Tensor):
+        features = torch.zeros(residues.shape + (8,))
+        features += self.embedding(residues)
+        out: dict = {"features": features}
+        out["residues"] = residues
+        out["atom_exists"] = torch.ones(residues.shape + (14,))
+        for key in ["residues", "atom_exists"]:
+            out[key] = out[key] * mask.unsqueeze(-1)
+        return out
+""",
+        ),
         # the counts are a tensor of this forward's own, and the write changes what the division saved
         Invalid(
             """

@@ -204,6 +204,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._call_results: dict[int, Value] = {}  # calls in a tuple's elements, by id, until a target takes them
         self._element_read: str | None = None  # the index of `x[...]` while `x` is read for it, once a loop moved on
         self._item_keys: dict[Handle, str | None] = {}  # a container's item -> the literal key it is stored under
+        self._loop_keys: dict[str, frozenset[str]] = {}  # names a loop over literal keys binds
 
     # ----------------------------------------------------------------- entry
 
@@ -214,8 +215,11 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             handle = self._handle(("param", name), storage, AliasKind.OWN, None, tensor=bool(tensor))
             if tensor and self.scope.name == "forward" and self.scope.is_method:
                 handle.grad = Grad.MAY  # a module's input: the previous layer's activations
-            if name in self.passed:  # `sinusoidal(embedding.weight)`: the caller's grad leaf
-                handle.grad, handle.leaf, handle.tensor = self.passed[name].grad, self.passed[name].leaf, True
+            passed = self.passed.get(name)
+            if passed is not None and passed.module is not None:  # `train(netD, Generator())`: a module
+                handle.module = passed.module
+            elif passed is not None:  # `sinusoidal(embedding.weight)`: the caller's grad leaf
+                handle.grad, handle.leaf, handle.tensor = passed.grad, passed.leaf, True
             state.env[name] = frozenset({handle})
         for place, module in self.scope.inplace_modules.items():
             storage = self._storage(("module", place), place, "external")
@@ -477,6 +481,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         if place is None:
             self._eval(target, state)
             return
+        self._loop_keys.pop(place, None)
         if value.container:
             self._assign_place(place, frozenset(), state, held=value.handles)
             return
@@ -686,8 +691,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 self._write(container, node, op, state, partial=partial, index=index, certain=False, advanced=advanced)
                 self._check_overlap(node, container, [(node.value, value)], index)
             elif container.container and any(h.tensor for h in container.handles):
-                # `laterals[i] += up`: `+=` on a list's tensor item is that tensor's in-place add
-                item = self._elements_of(container, node.target)
+                # `laterals[i] += up`: `+=` on a list's tensor item is that tensor's in-place add; of the
+                # item under the key, where the keys are known (`d["mask"] *= m`, `for k in ["mask"]:`)
+                item = self._elements_of(self._under_keys(container, node.target), node.target)
                 self._write(item, node, _operator(node), state, certain=False)
                 self._save_operation(node, node.operator, item, value, item, state)
             return
@@ -980,6 +986,10 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         return Value(frozenset(handles), any(h.tensor for h in handles), any(h.ndarray for h in handles))
 
     def _bind_iteration(self, target, iterable: Value, node: cst.BaseExpression, state: State) -> None:
+        self._bind_elements(target, iterable, node, state)
+        self._note_loop_keys(target, node)
+
+    def _bind_elements(self, target, iterable: Value, node: cst.BaseExpression, state: State) -> None:
         element = self._element(iterable, node)
         parts = self._zip_parts.get(id(node))
         if isinstance(target, (cst.Tuple, cst.List)) and parts and len(parts) == len(target.elements):
@@ -993,6 +1003,17 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return
         self._bind(target, element, node, state)
 
+    def _note_loop_keys(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """`for k in ["mask", "exists"]:` binds `k` to one of those keys (until bound otherwise)."""
+        if type(target) is not cst.Name:
+            return
+        elements = iterable.elements if isinstance(iterable, (cst.List, cst.Tuple)) else ()
+        keys = [e.value.value for e in elements if isinstance(e.value, (cst.SimpleString, cst.Integer))]
+        if keys and len(keys) == len(elements):
+            self._loop_keys[target.value] = frozenset(keys)
+        else:
+            self._loop_keys.pop(target.value, None)
+
     def _move_indices(self, target: cst.BaseExpression, state: State) -> None:
         """A new pass binds the loop's names anew: `last = returns[i]` of the pass before is another
         element than the `returns[i]` this pass writes, and the row the pass before wrote through
@@ -1004,6 +1025,19 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         passed = {w for writes in state.stale.values() for w in writes if w.index and indexes_by(w.index, bound)}
         if passed:
             state.passed |= passed
+
+    def _under_keys(self, container: Value, target: cst.Subscript) -> Value:
+        """What `d[key]` may be among what `d` holds: the items stored under that key, or under keys
+        unknown, when the key is a literal or a name a loop over literals binds; else all of them."""
+        keys = _literal_key(target)
+        index = target.slice[0].slice if len(target.slice) == 1 else None
+        if keys is None and isinstance(index, cst.Index) and type(index.value) is cst.Name:
+            keys = self._loop_keys.get(index.value.value)
+        if keys is None:
+            return container
+        keys = {keys} if isinstance(keys, str) else keys
+        held = frozenset(h for h in container.handles if self._item_keys.get(h) in keys or self._item_keys.get(h) is None)
+        return Value(held, container.tensor, container.ndarray, container.container)
 
     def _element(self, iterable: Value, node: cst.BaseExpression) -> Value:
         """What one iteration over `iterable` yields."""

@@ -113,9 +113,12 @@ def _passed(facts: list[ScopeFacts]) -> dict[int, dict[str, Passed]]:
                     key if isinstance(key, str) else (callee.all_params[key] if key < len(callee.all_params) else None)
                 )
                 grad = max((h.grad for h in value.handles), default=Grad.UNKNOWN)
-                if parameter not in callee.params or grad < Grad.MAY:
+                modules = {h.module for h in value.handles}
+                module = modules.pop() if len(modules) == 1 else None
+                if parameter not in callee.params or (grad < Grad.MAY and module is None):
                     continue
-                passed = Passed(grad, any(h.grad_leaf() is not None for h in value.handles), caller.scope.trains)
+                leaf = any(h.grad_leaf() is not None for h in value.handles)
+                passed = Passed(grad, leaf, caller.scope.trains, module)
                 table = found.setdefault(id(callee), {})
                 table[parameter] = table[parameter].join(passed) if parameter in table else passed
     return found

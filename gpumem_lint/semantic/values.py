@@ -46,14 +46,17 @@ class Grad(IntEnum):
 
 class Passed(NamedTuple):
     """What callers pass for one parameter: the most grad any passes, whether one passes a grad
-    leaf, and whether a caller that trains (calls `backward()`) passes it."""
+    leaf, whether a caller that trains (calls `backward()`) passes it, and the class of the module
+    every caller passes (`train(netD, Generator())`), if they agree."""
 
     grad: Grad
     leaf: bool
     training: bool
+    module: str | None = None
 
     def join(self, other: Passed) -> Passed:
-        return Passed(max(self.grad, other.grad), self.leaf or other.leaf, self.training or other.training)
+        module = self.module if self.module == other.module else None
+        return Passed(max(self.grad, other.grad), self.leaf or other.leaf, self.training or other.training, module)
 
 
 class Role(str, Enum):
