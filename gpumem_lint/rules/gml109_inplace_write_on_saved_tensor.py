@@ -34,7 +34,8 @@ class InplaceWriteOnSavedTensor(Rule):
     their output; `a * w` and `x @ w` keep each operand for the other one's gradient; `x + y`
     and `x * 2` keep nothing. A parameter the function indexes by a string key
     (`inputs["representation"]`) is a mapping of tensors: `inputs[key] = y` stores an entry and
-    writes no tensor. `d[key] *= m` writes the item stored under `key` when the key is a literal or
+    writes no tensor. The input of a `forward` that calls `torch.from_numpy` is taken for a numpy
+    array, which records no graph (a transform module), not for a tensor. `d[key] *= m` writes the item stored under `key` when the key is a literal or
     a loop over literal keys binds it (`for key in ["mask"]:`), not the dict's other items.
 
     ## Why is this bad?
@@ -96,6 +97,29 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # a forward that converts its input with `torch.from_numpy` is handed a numpy array, which records no graph
+        """
+import torch
+from torch import nn
+
+
+class DepthToTensor(nn.Module):
+    def __init__(self, max_depth=0.0, scale=1000.0):
+        super().__init__()
+        self.max_depth = max_depth
+        self.scale = scale
+
+    def forward(self, image):
+        depth = image / self.scale
+        depth = depth.clip(min=0.01)
+        if self.max_depth != 0:
+            depth = depth.clip(max=self.max_depth)
+            depth /= self.max_depth
+        else:
+            depth /= depth.max()
+        depth = torch.from_numpy(depth).unsqueeze(0).repeat(3, 1, 1)
+        return depth.to(torch.get_default_dtype())
+""",
         # each step's loss comes from a generator call made after the step before
         """
 import torch
@@ -464,6 +488,54 @@ Solver().train([torch.randn(4, 8) for _ in range(2)])
 """,
     )
     INVALID = (
+        # the same module on tensors: the division that follows keeps `depth`, then writes it
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class DepthToTensor(nn.Module):
+    def __init__(self, max_depth=0.0, scale=1000.0):
+        super().__init__()
+        self.max_depth = max_depth
+        self.scale = scale
+
+    def forward(self, image):
+        depth = image / self.scale
+        depth = depth.clip(min=0.01)
+        if self.max_depth != 0:
+            depth = depth.clip(max=self.max_depth)
+            depth /= self.max_depth
+        else:
+            depth /= depth.max()
+        depth = depth.unsqueeze(0).repeat(3, 1, 1)
+        return depth.to(torch.get_default_dtype())
+""",
+            (19,),
+            fixed="""
+import torch
+from torch import nn
+
+
+class DepthToTensor(nn.Module):
+    def __init__(self, max_depth=0.0, scale=1000.0):
+        super().__init__()
+        self.max_depth = max_depth
+        self.scale = scale
+
+    def forward(self, image):
+        depth = image / self.scale
+        depth = depth.clip(min=0.01)
+        if self.max_depth != 0:
+            depth = depth.clip(max=self.max_depth)
+            depth /= self.max_depth
+        else:
+            depth = depth / depth.max()
+        depth = depth.unsqueeze(0).repeat(3, 1, 1)
+        return depth.to(torch.get_default_dtype())
+""",
+        ),
         # the caller passes a module class of the file: the step writes the weights `fake`'s graph kept
         Invalid(
             """

@@ -32,6 +32,7 @@ class Scope:
     inplace_modules: dict[str, str] = field(default_factory=dict)  # "self.act" -> "torch.nn.ReLU" (inplace=True)
     tensor_places: set[str] = field(default_factory=set)  # used as receiver of a tensor-only method
     string_keyed: set[str] = field(default_factory=set)  # names indexed by a string key: `inputs["positions"]`
+    converts_arrays: bool = False  # calls `torch.from_numpy`: it is handed numpy arrays
     #: Attributes assigned a tensor that cannot be a Parameter (`m.h = m.h.detach()`): `nn.Module` refuses
     #: that for a registered Parameter's name, so what they hold is no parameter of their module (F51).
     plain_attributes: set[str] = field(default_factory=set)
@@ -142,6 +143,8 @@ class ScopeCollector(Walker):
             self._note_tensor_place(func.value)
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
             self._functions[-1].trains = True
+        if self.imports.qualify(func) == "torch.from_numpy":
+            self._functions[-1].converts_arrays = True
         if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" and node.args:
             self._freezes |= is_constant(node.args[0].value, "False") and self._freezes_beyond(func.value)
         owner = self._method_owner()
@@ -299,8 +302,10 @@ class ScopeCollector(Walker):
             scope.freezes_parameters = self._freezes
             scope.params = {name: _parameter_kind(scope, name, tensor) for name, tensor in scope.params.items()}
             first = next(iter(scope.params), None)
-            # The input of a module's forward is a tensor unless annotated otherwise.
-            if scope.name == "forward" and scope.is_method and first is not None and scope.params[first] is None:
+            # The input of a module's forward is a tensor unless annotated otherwise, or unless the forward
+            # converts numpy arrays (`torch.from_numpy(...)`: a transform module handed an image array).
+            forward = scope.name == "forward" and scope.is_method and not scope.converts_arrays
+            if forward and first is not None and scope.params[first] is None:
                 scope.params[first] = True
                 scope.assumed_tensor = first
         return self.scopes
