@@ -456,13 +456,24 @@ def test_f46_load_state_dict_with_assign_writes_no_memory():
     assert not torch.equal(snapshot["weight"], kept)  # without `assign`: copied into the old tensor
 
 
-@pytest.mark.parametrize("plain", [lambda p: p.detach(), lambda p: p.clone(), lambda p: p.data, lambda p: p * 2])
+_PLAIN = _knowledge().plain_tensor_methods | _knowledge().plain_tensor_properties
+
+
+@pytest.mark.parametrize("plain", sorted(_PLAIN) + ["* 2"])
 def test_f51_a_parameter_name_refuses_a_plain_tensor(plain):
+    """aliasing.toml [plain_tensors]: each row gives a tensor `nn.Module` refuses for a Parameter's name."""
     module = nn.Linear(3, 2)
+
+    def made(p):
+        if plain == "* 2":
+            return p * 2
+        result = getattr(p, plain)
+        return result() if plain in _knowledge().plain_tensor_methods else result
+
     with pytest.raises(TypeError, match="cannot assign"):
-        module.weight = plain(module.weight)
+        module.weight = made(module.weight)
     # An attribute that is no Parameter takes it, and is none of what `parameters()` hands an optimizer.
-    module.hidden = plain(module.weight)
+    module.hidden = made(module.weight)
     assert not isinstance(module.hidden, nn.Parameter)
     assert all(p is not module.hidden for p in module.parameters())
     assert "hidden" not in module.state_dict()

@@ -70,6 +70,8 @@ class Knowledge:
     backward_writes: frozenset[str]  # `p.grad`: attributes that `backward()` writes
     metadata_attributes: frozenset[str]
     object_dict_attributes: frozenset[str]
+    plain_tensor_methods: frozenset[str]
+    plain_tensor_properties: frozenset[str]
     metadata_methods: frozenset[str]
     metadata_functions: frozenset[str]
     foreach_prefix: str
@@ -183,6 +185,8 @@ def knowledge() -> Knowledge:
         backward_writes=_set(hand["backward"]["writes_attributes"]),
         metadata_attributes=_set(hand["metadata"]["attributes"]),
         object_dict_attributes=_set(hand["object_dicts"]["attributes"]),
+        plain_tensor_methods=_set(hand["plain_tensors"]["methods"]),
+        plain_tensor_properties=_set(hand["plain_tensors"]["properties"]),
         metadata_methods=_set(hand["metadata"]["methods"]),
         metadata_functions=_set(hand["metadata"]["functions"]),
         foreach_prefix=hand["foreach"]["prefix"],

@@ -13,8 +13,8 @@ from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Position
 from gpumem_lint.fixes import Applicability, Edit, Fix, source_rows
 from gpumem_lint.knowledge import knowledge
-from gpumem_lint.rules._bindings import bound_names, statement_blocks, used_names
-from gpumem_lint.semantic.walk import Walker
+from gpumem_lint.rules._bindings import bound_names, statement_blocks
+from gpumem_lint.semantic.walk import Walker, used_names
 
 
 def move_below_backward(ctx: FileContext, write: cst.CSTNode, backward: cst.CSTNode) -> Fix | None:

@@ -1,4 +1,4 @@
-"""The names a piece of code binds or uses, and the blocks of statements it holds: what a fix that
+"""The names a piece of code binds, and the blocks of statements it holds: what a fix that
 moves a statement must not move it across, or take as unchanged."""
 
 from __future__ import annotations
@@ -56,21 +56,6 @@ class _Binder(Walker):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.names.add(node.name.value)
-
-
-def used_names(node: cst.CSTNode) -> set[str]:
-    """Every name that appears inside `node` (attribute names too: an over-approximation of what it reads)."""
-    names = _Names()
-    names.walk(node)
-    return names.found
-
-
-class _Names(Walker):
-    def __init__(self) -> None:
-        self.found: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.found.add(node.value)
 
 
 def statement_blocks(statement: cst.CSTNode):

@@ -20,7 +20,7 @@ from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Applicability, Edit, Fix, Position
 from gpumem_lint.fixes import source_rows
 from gpumem_lint.knowledge.lockin import Variable, lockin_table
-from gpumem_lint.rules._bindings import bound_names, statement_blocks, used_names
+from gpumem_lint.rules._bindings import bound_names, statement_blocks
 from gpumem_lint.rules._test_files import is_test_file
 from gpumem_lint.rules.base import Report
 from gpumem_lint.semantic.callers import callers_of
@@ -33,7 +33,7 @@ from gpumem_lint.semantic.env_writes import (
     variables_read,
 )
 from gpumem_lint.semantic.program_order import LAUNCH, Site
-from gpumem_lint.semantic.walk import Walker
+from gpumem_lint.semantic.walk import Walker, used_names
 
 #: Every GML3xx rule looks for an environment write first.
 ENV_TRIGGERS = ("environ", "putenv")

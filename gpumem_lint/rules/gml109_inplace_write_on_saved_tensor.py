@@ -34,8 +34,8 @@ class InplaceWriteOnSavedTensor(Rule):
     their output; `a * w` and `x @ w` keep each operand for the other one's gradient; `x + y`
     and `x * 2` keep nothing. A parameter the function indexes by a string key
     (`inputs["representation"]`) is a mapping of tensors: `inputs[key] = y` stores an entry and
-    writes no tensor. The input of a `forward` that calls `torch.from_numpy` is taken for a numpy
-    array, which records no graph (a transform module), not for a tensor. `d[key] *= m` writes the item stored under `key` when the key is a literal or
+    writes no tensor. The input of a `forward` that hands it, or a name bound from it, to
+    `torch.from_numpy` is a numpy array, which records no graph (a transform module). `d[key] *= m` writes the item stored under `key` when the key is a literal or
     a loop over literal keys binds it (`for key in ["mask"]:`), not the dict's other items.
 
     ## Why is this bad?
@@ -97,7 +97,7 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
-        # a forward that converts its input with `torch.from_numpy` is handed a numpy array, which records no graph
+        # a forward that converts what it computes from its input with `torch.from_numpy` is handed a numpy array
         """
 import torch
 from torch import nn
@@ -488,6 +488,36 @@ Solver().train([torch.randn(4, 8) for _ in range(2)])
 """,
     )
     INVALID = (
+        # `torch.from_numpy` converts other data here: the input is still a module's input tensor
+        Invalid(
+            """
+import numpy as np
+import torch
+from torch import nn
+
+
+class Scaled(nn.Module):
+    def forward(self, x):
+        weights = torch.from_numpy(np.ones(4, dtype=np.float32))
+        y = torch.sigmoid(x)
+        y *= weights
+        return y
+""",
+            (11,),
+            fixed="""
+import numpy as np
+import torch
+from torch import nn
+
+
+class Scaled(nn.Module):
+    def forward(self, x):
+        weights = torch.from_numpy(np.ones(4, dtype=np.float32))
+        y = torch.sigmoid(x)
+        y = y * weights
+        return y
+""",
+        ),
         # the same module on tensors: the division that follows keeps `depth`, then writes it
         Invalid(
             """

@@ -1029,14 +1029,14 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
     def _under_keys(self, container: Value, target: cst.Subscript) -> Value:
         """What `d[key]` may be among what `d` holds: the items stored under that key, or under keys
         unknown, when the key is a literal or a name a loop over literals binds; else all of them."""
-        keys = _literal_key(target)
+        literal = _literal_key(target)
         index = target.slice[0].slice if len(target.slice) == 1 else None
+        keys = frozenset({literal}) if literal is not None else None
         if keys is None and isinstance(index, cst.Index) and type(index.value) is cst.Name:
             keys = self._loop_keys.get(index.value.value)
         if keys is None:
             return container
-        keys = {keys} if isinstance(keys, str) else keys
-        held = frozenset(h for h in container.handles if self._item_keys.get(h) in keys or self._item_keys.get(h) is None)
+        held = frozenset(h for h in container.handles if self._item_keys.get(h) in keys | {None})
         return Value(held, container.tensor, container.ndarray, container.container)
 
     def _element(self, iterable: Value, node: cst.BaseExpression) -> Value:

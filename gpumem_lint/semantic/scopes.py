@@ -12,7 +12,7 @@ from gpumem_lint.semantic.class_facts import ClassFacts, ClassFactsBuilder, Clas
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.indexing import keyed_by_string
 from gpumem_lint.semantic.literals import is_constant, keyword, split_like_tensor
-from gpumem_lint.semantic.walk import Walker
+from gpumem_lint.semantic.walk import Walker, used_names
 
 #: Annotations that say a parameter is not a tensor (`x += 1` rebinds it).
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "complex", "None"})
@@ -32,7 +32,7 @@ class Scope:
     inplace_modules: dict[str, str] = field(default_factory=dict)  # "self.act" -> "torch.nn.ReLU" (inplace=True)
     tensor_places: set[str] = field(default_factory=set)  # used as receiver of a tensor-only method
     string_keyed: set[str] = field(default_factory=set)  # names indexed by a string key: `inputs["positions"]`
-    converts_arrays: bool = False  # calls `torch.from_numpy`: it is handed numpy arrays
+    converts_arrays: bool = False  # calls `torch.from_numpy` (what it converts is read only then)
     #: Attributes assigned a tensor that cannot be a Parameter (`m.h = m.h.detach()`): `nn.Module` refuses
     #: that for a registered Parameter's name, so what they hold is no parameter of their module (F51).
     plain_attributes: set[str] = field(default_factory=set)
@@ -304,30 +304,60 @@ class ScopeCollector(Walker):
             first = next(iter(scope.params), None)
             # The input of a module's forward is a tensor unless annotated otherwise, or unless the forward
             # converts numpy arrays (`torch.from_numpy(...)`: a transform module handed an image array).
-            forward = scope.name == "forward" and scope.is_method and not scope.converts_arrays
-            if forward and first is not None and scope.params[first] is None:
+            forward = scope.name == "forward" and scope.is_method
+            if forward and first is not None and scope.params[first] is None and not self._converts(scope, first):
                 scope.params[first] = True
                 scope.assumed_tensor = first
         return self.scopes
+
+    def _converts(self, scope: Scope, parameter: str) -> bool:
+        """Whether the function hands `parameter`, or a name bound from it, to `torch.from_numpy`: then it
+        is given a numpy array. Read only for a function that calls `torch.from_numpy` at all."""
+        if not scope.converts_arrays:
+            return False
+        flow = _ArrayFlow(self.imports)
+        flow.walk(scope.node.body)
+        derived = {parameter}
+        while True:
+            more = {name for name, read in flow.bindings if read & derived} - derived
+            if not more:
+                return bool(flow.converted & derived)
+            derived |= more
+
+
+class _ArrayFlow(Walker):
+    """The names each assignment to a plain name reads, and the names given to `torch.from_numpy`."""
+
+    def __init__(self, imports: ImportTable) -> None:
+        self.imports = imports
+        self.bindings: list[tuple[str, frozenset[str]]] = []
+        self.converted: set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        read = frozenset(used_names(node.value))
+        for target in node.targets:
+            if type(target.target) is cst.Name:
+                self.bindings.append((target.target.value, read))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.imports.qualify(node.func) == "torch.from_numpy" and node.args:
+            self.converted |= used_names(node.args[0].value)
 
 
 _AUTOGRAD_FUNCTION = "torch.autograd.Function"
 
 
-#: Methods whose result is a plain tensor even of a Parameter.
-_PLAIN_RESULTS = frozenset({"detach", "clone"})
-
-
 def _never_a_parameter(value: cst.BaseExpression) -> bool:
-    """`h.detach()`, `p.clone()`, `p.data`, `a * b`: a tensor that is not an `nn.Parameter`."""
+    """`h.detach()`, `p.clone()`, `p.data`, `a * b`: a tensor that is not an `nn.Parameter` (F51)."""
+    k = knowledge()
     if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)):
         return True
     if isinstance(value, cst.Attribute):
-        return value.attr.value == "data"
+        return value.attr.value in k.plain_tensor_properties
     return (
         isinstance(value, cst.Call)
         and isinstance(value.func, cst.Attribute)
-        and value.func.attr.value in _PLAIN_RESULTS
+        and value.func.attr.value in k.plain_tensor_methods
     )
 
 

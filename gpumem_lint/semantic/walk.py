@@ -150,3 +150,18 @@ class NodeIds(Walker):
     def walk(self, node: cst.CSTNode) -> None:
         self.ids.add(id(node))
         super().walk(node)
+
+
+def used_names(node: cst.CSTNode) -> set[str]:
+    """Every name that appears inside `node` (attribute names too: an over-approximation of what it reads)."""
+    names = _Names()
+    names.walk(node)
+    return names.found
+
+
+class _Names(Walker):
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.add(node.value)
