@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import libcst as cst
+
 from gpumem_lint.engine import lint_path
 from gpumem_lint.rules.gml304_distributed_env_set_after_init import DistributedEnvSetAfterInit
-from gpumem_lint.semantic.callers import callers_of
+from gpumem_lint.semantic.callers import callers_of, importers_of
 
 SETUP = """
 import os
@@ -62,3 +64,20 @@ def test_a_caller_that_builds_no_group_leaves_the_write_reported(tmp_path: Path)
     # the group built inside `init` is before the write: it does not count as a reader after the return
     source = _project(tmp_path, {"run.py": "from pkg.setup_dist import init\n\ndef main():\n    init()\n"})
     assert _gml304(source) == [7]
+
+
+def test_importers_up_to_the_script_that_imports_the_package(tmp_path: Path):
+    source = _project(
+        tmp_path,
+        {
+            "engine.py": "from pkg import setup_dist\n",  # imports the module
+            "tool.py": "import engine\n",  # imports an importer
+            "script.py": "import tool\n",  # three imports up
+            "pkg/user.py": "from .setup_dist import init\n",  # relative, in the package
+            "mention.py": "# setup_dist\nimport os\n",  # names it, imports something else
+            "other.py": "from other.setup_dist import init\n",  # another module of that name
+        },
+    )
+    found = [importer.path.name for importer in importers_of(source)]
+    assert sorted(found) == ["engine.py", "script.py", "tool.py", "user.py"]
+    assert all(isinstance(importer.statement, (cst.Import, cst.ImportFrom)) for importer in importers_of(source))

@@ -54,3 +54,37 @@ def _repeated(source: str) -> list[str]:
 )
 def test_repeated_tests(source, expected):
     assert _repeated(source) == expected
+
+
+def _around(source: str, marked: str) -> list[str]:
+    """The tests around every call of `marked` in the function's body."""
+    function = cst.parse_module(source).body[0]
+    calls = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == marked:
+                calls.append(node)
+
+    function.visit(Calls())
+    return conditions.tests_around(function.body.body, calls)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # either arm of a conditional expression, or of a statement, nested tests outermost first
+        ("def f(x, c):\n    y = save(x) if c else x\n", ["c"]),
+        ("def f(x, c):\n    y = x if c else save(x)\n", ["c"]),
+        ("def f(x, a, b):\n    if a:\n        if not b:\n            save(x)\n", ["a", "b"]),
+        ("def f(x, a, b):\n    if a:\n        pass\n    elif b:\n        save(x)\n", ["a", "b"]),
+        # the test itself is in no arm; a test that no arm around the node makes is not taken
+        ("def f(x):\n    if save(x):\n        pass\n", []),
+        ("def f(x, c):\n    if c:\n        pass\n    save(x)\n", []),
+        # changed in the scope, or not a keyed test
+        ("def f(x, c):\n    c = not c\n    y = save(x) if c else x\n", []),
+        ("def f(x, a, b):\n    y = save(x) if a > b else x\n", []),
+    ],
+)
+def test_tests_around(source, expected):
+    assert _around(source, "save") == expected

@@ -392,6 +392,40 @@ def test_calls_into_first_party_functions(tmp_path, monkeypatch):
     assert (tmp_path / "helpers" / "devices.py").resolve() in ctx.dependencies
 
 
+def test_a_function_named_like_its_module(tmp_path, monkeypatch):
+    """`from engines.launch import launch`: the function is in `launch.py`; in `from engines import launch`
+    the name is the submodule, which a call does not run."""
+    _project(
+        tmp_path,
+        {
+            "engines/__init__.py": "",
+            "engines/launch.py": """
+            import torch.multiprocessing as mp
+
+            def launch(worker, n):
+                mp.spawn(worker, nprocs=n)
+        """,
+            "train.py": """
+            import os
+            from engines.launch import launch
+            os.environ["OMP_NUM_THREADS"] = "1"  # query
+            launch(print, 2)
+        """,
+            "other.py": """
+            import os
+            from engines import launch
+            os.environ["OMP_NUM_THREADS"] = "1"  # query
+            launch(print, 2)
+        """,
+        },
+    )
+    ctx, source = _lint_context(tmp_path, "train.py", monkeypatch)
+    site = ctx.program_order.first_event_after(_query_nodes(ctx, source)[0], {LAUNCH}, reached=True)
+    assert (site.call, site.file) == ("mp.spawn(worker, nprocs=n)", "engines/launch.py")
+    ctx, source = _lint_context(tmp_path, "other.py", monkeypatch)
+    assert ctx.program_order.first_event_after(_query_nodes(ctx, source)[0], {LAUNCH}, reached=True) is None
+
+
 # Every fixture whose program order a rule may query, with the first-party modules it imports.
 ORDERED_FIXTURES = sorted(
     path

@@ -71,8 +71,8 @@ def unshared_write(ctx: FileContext, write: Write) -> Fix | None:
     """The write made out of place where it can be (`x = x * s`, a list's item `xs[i] = xs[i] + y`),
     else on a copy made just before it (`x = x.clone()` above `x[i] = 0`)."""
     node = write.node
-    if write.op == "inplace module" and (copied := _clone_layer_input(ctx, write)) is not None:
-        return copied
+    if write.op == "inplace module" and not (isinstance(node, cst.Call) and any(map(is_inplace_true, node.args))):
+        return _clone_layer_input(ctx, write)  # a call of the layer: its receiver is the layer, not what it writes
     if isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Subscript):
         return clone_before(ctx, node) if write.op.startswith("[]") else out_of_place(ctx, node, item=True)
     return out_of_place(ctx, node) or clone_before(ctx, node)
@@ -83,9 +83,9 @@ def _clone_layer_input(ctx: FileContext, write: Write) -> Fix | None:
     written tensor by its name; the layer keeps writing in place wherever else it is applied."""
     node = write.node
     if not isinstance(node, cst.Call) or not node.args or node.args[0].keyword or node.args[0].star:
-        return None  # the layer itself (`nn.ReLU(inplace=True)` in a Sequential), not a call of it
+        return None
     tensor = node.args[0].value
-    return clone_at(ctx, tensor) if ctx.code(tensor) == write.storage.label else None
+    return clone_at(ctx, tensor) if isinstance(tensor, cst.Name) or ctx.code(tensor) == write.storage.label else None
 
 
 def written_name(ctx: FileContext, node: cst.CSTNode) -> str | None:

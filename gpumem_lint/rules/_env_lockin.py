@@ -21,9 +21,10 @@ from gpumem_lint.diagnostics import Applicability, Edit, Fix, Position
 from gpumem_lint.fixes import source_rows
 from gpumem_lint.knowledge.lockin import Variable, lockin_table
 from gpumem_lint.rules._bindings import bound_names, statement_blocks
+from gpumem_lint.rules._boundaries import is_main_guard
 from gpumem_lint.rules._test_files import is_test_file
 from gpumem_lint.rules.base import Report
-from gpumem_lint.semantic.callers import callers_of
+from gpumem_lint.semantic.callers import callers_of, importers_of
 from gpumem_lint.semantic.env_writes import (
     EnvWrite,
     env_writes,
@@ -33,7 +34,7 @@ from gpumem_lint.semantic.env_writes import (
     variables_read,
 )
 from gpumem_lint.semantic.program_order import LAUNCH, Site
-from gpumem_lint.semantic.walk import Walker, used_names
+from gpumem_lint.semantic.walk import NodeIds, Walker, used_names
 
 #: Every GML3xx rule looks for an environment write first.
 ENV_TRIGGERS = ("environ", "putenv")
@@ -92,7 +93,9 @@ def _read_again(order, write: EnvWrite, row: Variable, ctx: FileContext) -> bool
         return True
     if bool(row.api) and any(name in row.api for name in ctx.shared(_called_names)):
         return True
-    return bool(rereaders) and _read_again_by_callers(write, rereaders, ctx)
+    return bool(rereaders) and _read_again_by_callers(write, rereaders, ctx) or _read_again_by_importers(
+        write, rereaders | {LAUNCH}, ctx
+    )
 
 
 def _read_again_by_callers(write: EnvWrite, rereaders: frozenset[str], ctx: FileContext) -> bool:
@@ -108,6 +111,32 @@ def _read_again_by_callers(write: EnvWrite, rereaders: frozenset[str], ctx: File
         if caller.order.first_event_after_return(caller.call, rereaders):
             return True
     return False
+
+
+def _read_again_by_importers(write: EnvWrite, events: frozenset[str], ctx: FileContext) -> bool:
+    """A write that runs when its module is imported (at module level, outside a `__main__` block), in a
+    module that other first-party modules import: what runs after the import is theirs (a training script
+    imports the datasets package, whose module sets the variable, then spawns workers that read it)."""
+    source = Path(ctx.path)
+    if not isinstance(ctx.shared(_write_scopes).get(id(write.node)), cst.Module) or not source.is_file():
+        return False
+    if any(_holds(statement, write.node) for statement in ctx.module.body if _is_main_block(statement)):
+        return False
+    for importer in importers_of(source.resolve()):
+        ctx.dependencies.add(importer.path)
+        if importer.order.first_event_after(importer.statement, events, reached=True):
+            return True
+    return False
+
+
+def _is_main_block(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.If) and is_main_guard(statement.test)
+
+
+def _holds(statement: cst.CSTNode, node: cst.CSTNode) -> bool:
+    ids = NodeIds()
+    ids.walk(statement)
+    return id(node) in ids.ids
 
 
 def message(write: EnvWrite, row: Variable, site: Site) -> str:

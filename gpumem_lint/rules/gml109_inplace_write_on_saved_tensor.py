@@ -97,6 +97,45 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # batch norm saves `linear` only where `with_bn` holds; only where it does not is `bn` that tensor
+        """
+import torch.nn as nn
+
+
+class FullyConnected(nn.Module):
+    def __init__(self, inp, out, with_bn=True):
+        super().__init__()
+        self.linear = nn.Linear(inp, out)
+        self.bn = nn.BatchNorm1d(out)
+        self.relu = nn.ReLU(inplace=True)
+        self.with_bn = with_bn
+
+    def forward(self, x):
+        linear = self.linear(x)
+        bn = self.bn(linear) if self.with_bn else linear
+        return self.relu(bn)
+""",
+        # the same in statements
+        """
+import torch.nn as nn
+
+
+class FullyConnected(nn.Module):
+    def __init__(self, inp, out, with_bn=True):
+        super().__init__()
+        self.linear = nn.Linear(inp, out)
+        self.bn = nn.BatchNorm1d(out)
+        self.relu = nn.ReLU(inplace=True)
+        self.with_bn = with_bn
+
+    def forward(self, x):
+        linear = self.linear(x)
+        if self.with_bn:
+            bn = self.bn(linear)
+        else:
+            bn = linear
+        return self.relu(bn)
+""",
         # a forward that converts what it computes from its input with `torch.from_numpy` is handed a numpy array
         """
 import torch
@@ -488,6 +527,44 @@ Solver().train([torch.randn(4, 8) for _ in range(2)])
 """,
     )
     INVALID = (
+        # the in-place layer writes `linear` itself, which batch norm saved where `use_bn` holds
+        Invalid(
+            """
+import torch.nn as nn
+
+
+class FullyConnected(nn.Module):
+    def __init__(self, inp, out):
+        super().__init__()
+        self.linear = nn.Linear(inp, out)
+        self.bn = nn.BatchNorm1d(out)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x, use_bn):
+        linear = self.linear(x)
+        bn = self.bn(linear) if use_bn else linear
+        self.relu(linear)
+        return bn
+""",
+            (15,),
+            fixed="""
+import torch.nn as nn
+
+
+class FullyConnected(nn.Module):
+    def __init__(self, inp, out):
+        super().__init__()
+        self.linear = nn.Linear(inp, out)
+        self.bn = nn.BatchNorm1d(out)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x, use_bn):
+        linear = self.linear(x)
+        bn = self.bn(linear) if use_bn else linear
+        self.relu(linear.clone())
+        return bn
+""",
+        ),
         # `torch.from_numpy` converts other data here: the input is still a module's input tensor
         Invalid(
             """

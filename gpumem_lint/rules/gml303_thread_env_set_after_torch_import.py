@@ -22,7 +22,12 @@ class ThreadEnvSetAfterTorchImport(Rule):
 
     A launcher that writes the variable and then starts processes is not flagged: the children
     read it at their own `import torch`. So is a program that then builds a vLLM engine
-    (`vllm.LLM(...)`, vLLM's command line), which runs in spawned processes of its own.
+    (`vllm.LLM(...)`, vLLM's command line), which runs in spawned processes of its own. A write
+    at the top level of a module runs when the module is imported: when a first-party module
+    that imports it (or imports an importer, up to four imports up) starts processes after the
+    import, as a training script that imports the datasets package and then spawns one worker
+    per GPU does, the write is for those workers and is not flagged either
+    (`fixtures/safe/spawned_workers_project`).
 
     ## Example
     ```python

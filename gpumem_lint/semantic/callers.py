@@ -1,4 +1,4 @@
-"""First-party callers of a module's function, in the other modules of its project.
+"""First-party callers of a module's function, and importers of a module, in the other modules of its project.
 
 Program order follows calls forward, into the modules a file imports; what runs after a function
 returns is in its callers, which the file does not import. They are found by reading the project's
@@ -8,6 +8,9 @@ resolving their imports (`module_graph.resolve_import`) to the file: `f()` after
 `from pkg.mod import f`, `mod.f()` after `from pkg import mod` or `import pkg.mod as mod`.
 `from pkg import f` counts when `pkg/__init__.py` imports `f` from the file (one re-export).
 
+What a module runs when imported is followed after the import in its importers, and theirs, a few
+imports up (`importers_of`): the import statements that resolve to the file.
+
 Asked only for a finding that is about to be reported, and read once per process and file. The
 files read become dependencies of the finding (the result cache re-checks them); a caller added
 in a new file is seen once the linted file changes.
@@ -16,6 +19,7 @@ in a new file is seen once the linted file changes.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -32,6 +36,8 @@ from gpumem_lint.semantic.walk import Walker
 _SKIPPED = frozenset({"node_modules", "__pycache__", "site-packages", "dist-packages", "build", "dist"})
 #: A project with more Python files than this is not searched (a monorepo, a vendored tree).
 MAX_FILES = 5_000
+#: How many imports up importers are followed (a dataset module, its package, the engine, the script).
+IMPORT_DEPTH = 4
 #: Larger files are not read (generated tables, vendored code).
 _MAX_BYTES = 1_000_000
 
@@ -63,6 +69,45 @@ def callers_of(source: Path, function: str) -> Iterator[Caller]:
         for call in finder.found:
             if _resolves_to(call.func, order, function, path, root, source, stem):
                 yield Caller(path, order, call)
+
+
+@dataclass(frozen=True)
+class Importer:
+    path: Path
+    order: ProgramOrder  # the importer's module, with its own first-party imports followed
+    statement: cst.Import | cst.ImportFrom
+
+
+def importers_of(source: Path) -> Iterator[Importer]:
+    """The import statements in the project's other modules that run `source` (a resolved path), then
+    those that run the importers, up to `IMPORT_DEPTH` imports up; each importing file once."""
+    root = project_root(source.parent)
+    seen, frontier = {source}, [source]
+    for _ in range(IMPORT_DEPTH):
+        reached = []
+        for imported in frontier:
+            for importer in _direct_importers(imported, root):
+                yield importer
+                if importer.path not in seen:
+                    seen.add(importer.path)
+                    reached.append(importer.path)
+        frontier = reached
+
+
+def _direct_importers(source: Path, root: Path) -> Iterator[Importer]:
+    name = source.parent.name if source.name == "__init__.py" else source.stem
+    mentions = re.compile(rf"(?:import|from)\b[^\n]*\b{re.escape(name)}\b")  # a text filter first
+    for path in _python_files(root):
+        text = _text(path) if path != source else None
+        if text is None or not mentions.search(text) or (parsed := _parsed(path)) is None:
+            continue
+        module, order = parsed
+        finder = _Imports()
+        finder.walk(module)
+        for statement in finder.found:
+            if source in resolve_import(statement, path, root):
+                yield Importer(path, order, statement)
+                break
 
 
 def _resolves_to(
@@ -109,6 +154,19 @@ class _Calls(Walker):
         name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
         if name == self.function:
             self.found.append(node)
+
+
+class _Imports(Walker):
+    def __init__(self) -> None:
+        self.found: list[cst.Import | cst.ImportFrom] = []
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        self.found.append(node)
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        self.found.append(node)
+        return False
 
 
 # A lint run does not change the tree it reads: file-system answers are cached per process.

@@ -19,7 +19,7 @@ its names (or the objects they are attributes of); a call that changes an attrib
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 import libcst as cst
 
@@ -71,6 +71,20 @@ def repeated_tests(body: Iterable[cst.CSTNode]) -> list[str]:
         if counts[key] > 1 and key not in repeated and not any(_changed(place, finder.assigned) for place in places):
             repeated.append(key)
     return repeated[:MAX_TESTS]
+
+
+def tests_around(body: Iterable[cst.CSTNode], nodes: Collection[cst.CSTNode]) -> list[str]:
+    """The unchanged tests (by `test_key`) of the `if` statements and conditional expressions (`a if c else
+    b`) that hold one of `nodes` in an arm, in order: `bn = self.bn(x) if self.with_bn else x` saves `x`
+    only where `self.with_bn` holds, and only where it does not is `bn` the tensor `x`."""
+    finder = _Around({id(node) for node in nodes})
+    for statement in body:
+        finder.walk(statement)
+    around = []
+    for key, places in finder.tests:
+        if key not in around and not any(_changed(place, finder.assigned) for place in places):
+            around.append(key)
+    return around[:MAX_TESTS]
 
 
 def feasible_pairs(
@@ -187,3 +201,36 @@ class _Places(Walker):
     def visit_Name(self, node: cst.Name) -> None:
         if node.value not in ("True", "False", "None"):
             self.found.add(node.value)
+
+
+class _Around(_Tests):
+    """The keyed tests whose arms hold one of the given nodes (by id), and every place the scope binds."""
+
+    def __init__(self, nodes: set[int]) -> None:
+        super().__init__()
+        self.nodes = nodes
+        self.enclosing: list[tuple[str, frozenset[str]]] = []
+
+    def walk(self, node: cst.CSTNode) -> None:
+        if id(node) in self.nodes:
+            self.tests.extend(self.enclosing)
+        super().walk(node)
+
+    def visit_If(self, node: cst.If) -> bool:
+        self._arms(node.test, (node.body, node.orelse))
+        return False
+
+    def visit_IfExp(self, node: cst.IfExp) -> bool:
+        self._arms(node.test, (node.body, node.orelse))
+        return False
+
+    def _arms(self, test: cst.BaseExpression, arms: tuple[cst.CSTNode | None, ...]) -> None:
+        self.walk(test)
+        key = test_key(test)
+        if key is not None:
+            self.enclosing.append((key[0], frozenset(_Places.of(test))))
+        for arm in arms:
+            if arm is not None:
+                self.walk(arm)
+        if key is not None:
+            self.enclosing.pop()

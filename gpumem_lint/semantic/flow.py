@@ -762,6 +762,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return self._comprehension(node, state)
         if kind is cst.IfExp:
             self._eval(node.test, state)
+            holds = self._assumption(node.test)
+            if holds is not None:
+                return self._eval_narrowed(node.body if holds else node.orelse, node.test, holds, state)
             skipped = state.copy()  # the arms are exclusive: `orelse` never sees what `body` wrote
             body = self._eval_narrowed(node.body, node.test, True, state)
             orelse = self._eval_narrowed(node.orelse, node.test, False, skipped)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from gpumem_lint.semantic.call_depth import FOLLOWED_CALLS
-from gpumem_lint.semantic.conditions import feasible_pairs, repeated_tests
+from gpumem_lint.semantic.conditions import feasible_pairs, repeated_tests, tests_around
 from gpumem_lint.semantic.flow import Mutator, ScopeAnalyzer, ScopeFacts
 from gpumem_lint.semantic.imports import ImportTable
 from gpumem_lint.semantic.scopes import Scope, ScopeCollector
@@ -70,24 +70,26 @@ class SemanticModel:
 
 
 def _analysed(scope: Scope, imports: ImportTable, *context) -> ScopeFacts:
-    """The scope's facts, without the reads that only paths taking opposite arms of one unchanged test
-    reach (`semantic/conditions.py`): analysed again under each value of such a test, only where a read
-    of a written value was found."""
+    """The scope's facts, without what no single path reaches (`semantic/conditions.py`): the reads that
+    only paths taking opposite arms of one unchanged test reach, and the writes to a saved tensor that
+    need the saving from one arm of a test and the alias from the other. The scope is analysed again
+    under each value of such a test, only where such a read or write was found."""
     facts = ScopeAnalyzer(scope, imports, *context).run()
-    if not (facts.reads or facts.own_reads):
+    read_tests = repeated_tests(scope.body) if facts.reads or facts.own_reads else []
+    saving_tests = tests_around(scope.body, [s.saving.node for s in facts.saved_writes]) if facts.saved_writes else []
+    if not (read_tests or saving_tests):
         return facts
-    tests = repeated_tests(scope.body)
-    if not tests:
-        return facts
-    runs = {}
-    for test in tests:
-        when = [ScopeAnalyzer(scope, imports, *context, assumed={test: value}).run() for value in (True, False)]
-        runs[test] = (_read_pairs(when[0]), _read_pairs(when[1]))
-    reached = feasible_pairs(runs)
+    runs = {
+        test: [ScopeAnalyzer(scope, imports, *context, assumed={test: value}).run() for value in (True, False)]
+        for test in dict.fromkeys(read_tests + saving_tests)
+    }
+    read = feasible_pairs({test: (_read_pairs(runs[test][0]), _read_pairs(runs[test][1])) for test in read_tests})
+    saved = feasible_pairs({test: (_saved_pairs(runs[test][0]), _saved_pairs(runs[test][1])) for test in saving_tests})
     return replace(
         facts,
-        reads=[read for read in facts.reads if reached((id(read.write.node), id(read.node)))],
-        own_reads={write: node for write, node in facts.own_reads.items() if reached((id(write.node), id(node)))},
+        reads=[r for r in facts.reads if read((id(r.write.node), id(r.node)))],
+        own_reads={write: node for write, node in facts.own_reads.items() if read((id(write.node), id(node)))},
+        saved_writes=[s for s in facts.saved_writes if saved((id(s.write.node), id(s.saving.node)))],
     )
 
 
@@ -96,6 +98,11 @@ def _read_pairs(facts: ScopeFacts) -> set[tuple[int, int]]:
     return {(id(read.write.node), id(read.node)) for read in facts.reads} | {
         (id(write.node), id(node)) for write, node in facts.own_reads.items()
     }
+
+
+def _saved_pairs(facts: ScopeFacts) -> set[tuple[int, int]]:
+    """Each write to a saved tensor, as the ids of the write's node and the saving op's node."""
+    return {(id(s.write.node), id(s.saving.node)) for s in facts.saved_writes}
 
 
 def _passed(facts: list[ScopeFacts]) -> dict[int, dict[str, Passed]]:

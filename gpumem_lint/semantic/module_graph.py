@@ -102,8 +102,11 @@ class ModuleGraph:
         files = resolve_import(node, self.source, self.root)
         if module is not None and isinstance(node, cst.ImportFrom):
             files = [file for file in files if _module_name(file) == module]
-        elif module is None:
-            files = [file for file in files if _module_name(file) != function]
+        elif module is None and isinstance(node, cst.ImportFrom):
+            # `from pkg.launch import launch`: the function is in the module the statement names, the last of
+            # the files its dotted name runs; files after those are submodules the imported names are.
+            named = dotted_name(node.module) if node.module is not None else None
+            files = files[: len(named.split(".")) if named else 0]
         if not files:
             return []
         path = files[-1]
