@@ -84,18 +84,26 @@ def late_env_writes(ctx: FileContext, code: str) -> Iterator[Report]:
 def _read_again(order, write: EnvWrite, row: Variable, ctx: FileContext) -> bool:
     """Whether the value written still reaches a reader: a process started after the write (it reads
     its environment afresh), a later event that reads the variable again (a new process group), or
-    the file also sets the same thing through the API (the variable is then for other readers)."""
+    the file also sets the same thing through the API (the variable is then for other readers).
+    A write the import runs precedes every later call of the module's functions: what any of them
+    starts or re-reads comes after it, and so does what the importers do after the import."""
     table = lockin_table()
-    if order.first_event_after(write.node, {LAUNCH}, reached=True):
-        return True
+    at_import = _runs_at_import(write, ctx)
     rereaders = frozenset().union(*(table.events_implying(event) for event in row.reread_by))
-    if rereaders and order.first_event_after(write.node, rereaders, reached=True):
+    if order.first_event_after(write.node, rereaders | {LAUNCH}, reached=not at_import):
         return True
     if bool(row.api) and any(name in row.api for name in ctx.shared(_called_names)):
         return True
-    return bool(rereaders) and _read_again_by_callers(write, rereaders, ctx) or _read_again_by_importers(
-        write, rereaders | {LAUNCH}, ctx
-    )
+    if rereaders and _read_again_by_callers(write, rereaders, ctx):
+        return True
+    return at_import and _read_again_by_importers(rereaders | {LAUNCH}, ctx)
+
+
+def _runs_at_import(write: EnvWrite, ctx: FileContext) -> bool:
+    """At module level, outside a `__main__` block."""
+    if not isinstance(ctx.shared(_write_scopes).get(id(write.node)), cst.Module):
+        return False
+    return not any(_holds(statement, write.node) for statement in ctx.module.body if _is_main_block(statement))
 
 
 def _read_again_by_callers(write: EnvWrite, rereaders: frozenset[str], ctx: FileContext) -> bool:
@@ -113,14 +121,11 @@ def _read_again_by_callers(write: EnvWrite, rereaders: frozenset[str], ctx: File
     return False
 
 
-def _read_again_by_importers(write: EnvWrite, events: frozenset[str], ctx: FileContext) -> bool:
-    """A write that runs when its module is imported (at module level, outside a `__main__` block), in a
-    module that other first-party modules import: what runs after the import is theirs (a training script
-    imports the datasets package, whose module sets the variable, then spawns workers that read it)."""
+def _read_again_by_importers(events: frozenset[str], ctx: FileContext) -> bool:
+    """A module that other first-party modules import: what runs after the import is theirs (a training
+    script imports the datasets package, whose module sets the variable, then spawns workers that read it)."""
     source = Path(ctx.path)
-    if not isinstance(ctx.shared(_write_scopes).get(id(write.node)), cst.Module) or not source.is_file():
-        return False
-    if any(_holds(statement, write.node) for statement in ctx.module.body if _is_main_block(statement)):
+    if not source.is_file():
         return False
     for importer in importers_of(source.resolve()):
         ctx.dependencies.add(importer.path)

@@ -52,7 +52,10 @@ class UnpicklableCallableToProcess(Rule):
     these: in a list, tuple or dict, among the arguments of an object built by a class
     (`Compose([...])`, `transforms.Lambda(...)`: spelled CapWords, as PEP 8 spells classes), or
     returned by a function of this module; the same holds for a task, a target, a `collate_fn` or
-    a `worker_init_fn` (`collate_fn=make_collate(pad)`, which returns a nested `def`). A `DataLoader`
+    a `worker_init_fn` (`collate_fn=make_collate(pad)`, which returns a nested `def`). A dataset
+    that is an instance of a class defined inside a function (`Dataset = get_dataset(opt)`, whose
+    body defines and returns `class Dataset(...)`) cannot be pickled either: pickle finds a class by
+    its qualified name, `get_dataset.<locals>.Dataset`. A `DataLoader`
     subclass of the module makes its loader in `super().__init__(...)`, with the workers its
     constructions ask for (`Masking(data, num_workers=4)`, passed on through `**kwargs`). A lambda reached through a `functools.partial`, an
     attribute set later, or a function of another module is not seen.
@@ -89,6 +92,32 @@ class UnpicklableCallableToProcess(Rule):
     triggers = ("multiprocessing", "ProcessPoolExecutor", "DataLoader")
     file_trigger = re.compile(f"{PROCESS_CROSSING.pattern}|{WORKER_LOADER.pattern}")
     VALID = (
+        # the factory returns a class defined at module level, which pickle finds by its name
+        """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Images(Dataset):
+    def __init__(self, split):
+        self.images = [torch.randn(3, 8, 8) for _ in range(4)]
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, index):
+        return self.images[index]
+
+
+def get_dataset(name):
+    return {"images": Images}[name] if name != "default" else Images
+
+
+def main():
+    Chosen = get_dataset("images")
+    loader = DataLoader(Chosen("train"), batch_size=2, num_workers=2, multiprocessing_context="spawn")
+    return [batch.shape for batch in loader]
+""",
         # a DataLoader subclass whose every construction starts no workers
         """
 import torch
@@ -184,6 +213,38 @@ def main(root):
 """,
     )
     INVALID = (
+        # the dataset's class is defined by a factory function: pickle looks it up as `get_dataset.<locals>.Dataset`
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Images(Dataset):
+    def __init__(self, split):
+        self.images = [torch.randn(3, 8, 8) for _ in range(4)]
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, index):
+        return self.images[index]
+
+
+def get_dataset(base):
+    class Combined(base):
+        pass
+
+    return Combined
+
+
+def main():
+    Combined = get_dataset(Images)
+    loader = DataLoader(Combined("train"), batch_size=2, num_workers=2, multiprocessing_context="spawn")
+    return [batch.shape for batch in loader]
+""",
+            (26,),
+        ),
         Invalid(
             """
 import multiprocessing as mp
@@ -379,6 +440,15 @@ def loader(data):
             if construction is None or not method.pickles:
                 continue
             scope = scopes.get(id(construction))
+            local = held_unpicklable(construction, scope, ctx.module)
+            if local is not None and local[0] is construction and id(construction) not in reported:
+                reported.add(id(construction))  # `Dataset(opt)`, `Dataset` a class a function defines
+                yield Report(
+                    construction,
+                    f"`{_short(ctx, construction)}` is {local[1].kind}; pickled for workers started with "
+                    f"{pickling_method_text(method)}, it raises {local[1].error}",
+                )
+                continue
             for value, attribute in _kept_arguments(construction, found, ctx.module):
                 held = held_unpicklable(value, scope, ctx.module)
                 if held is None or id(held[0]) in reported:

@@ -23,11 +23,11 @@ class ThreadEnvSetAfterTorchImport(Rule):
     A launcher that writes the variable and then starts processes is not flagged: the children
     read it at their own `import torch`. So is a program that then builds a vLLM engine
     (`vllm.LLM(...)`, vLLM's command line), which runs in spawned processes of its own. A write
-    at the top level of a module runs when the module is imported: when a first-party module
-    that imports it (or imports an importer, up to four imports up) starts processes after the
-    import, as a training script that imports the datasets package and then spawns one worker
-    per GPU does, the write is for those workers and is not flagged either
-    (`fixtures/safe/spawned_workers_project`).
+    at the top level of a module runs when the module is imported, before any of its functions
+    runs: when one of them starts processes, or a first-party module that imports it (or imports
+    an importer, up to four imports up) does after the import, as a training script that imports
+    the datasets package and then spawns one worker per GPU does, the write is for those workers
+    and is not flagged either (`fixtures/safe/spawned_workers_project`).
 
     ## Example
     ```python
@@ -102,8 +102,64 @@ def load_engine(model_path):
     os.environ["OMP_NUM_THREADS"] = "1"
     return LLM(model=model_path, gpu_memory_utilization=0.8)
 """,
+        # set when the module is imported, before any of its functions runs: the spawned pool reads it
+        """
+import multiprocessing
+import os
+
+import torch
+
+os.environ["OMP_NUM_THREADS"] = "1"
+
+
+def encode(chunk):
+    return torch.tensor(chunk).sum().item()
+
+
+def encode_all(chunks):
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        return pool.map(encode, chunks)
+""",
     )
     INVALID = (
+        # threads share this process's torch, which sized its pool at the import
+        Invalid(
+            """
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+
+os.environ["OMP_NUM_THREADS"] = "1"
+
+
+def encode(chunk):
+    return torch.tensor(chunk).sum().item()
+
+
+def encode_all(chunks):
+    with ThreadPoolExecutor(4) as pool:
+        return list(pool.map(encode, chunks))
+""",
+            (7,),
+            fixed="""
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+os.environ["OMP_NUM_THREADS"] = "1"
+import torch
+
+
+
+def encode(chunk):
+    return torch.tensor(chunk).sum().item()
+
+
+def encode_all(chunks):
+    with ThreadPoolExecutor(4) as pool:
+        return list(pool.map(encode, chunks))
+""",
+        ),
         Invalid(
             """
 import os

@@ -1,6 +1,7 @@
 """Callables that `pickle` cannot send to another process: a lambda (anywhere: pickle looks a
 function up by its qualified name, and `<lambda>` names nothing), and a function defined inside
-another function (`main.<locals>.init`). Module-level functions, classes and methods of module
+another function (`main.<locals>.init`), or a class defined inside one and its instances
+(`get_dataset.<locals>.Dataset`). Module-level functions, classes and methods of module
 classes are sent by reference and survive.
 
 API: `unpicklable(value, scope, module)` says which of the two `value` is, or None: `value` is the
@@ -26,6 +27,7 @@ from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.walk import Walker
 
 _LOCAL = "`AttributeError: Can't pickle local object`"
+_LOCAL_CLASS = "a class defined inside a function"
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,10 @@ class _Holdings:
         if isinstance(value, cst.Dict):
             return self._first(scope, depth, (e.value for e in value.elements))
         if isinstance(value, cst.Call):
+            if isinstance(value.func, cst.Name):  # an instance of a local class: pickle looks its class up by name
+                made_by = self.search(value.func, scope, depth - 1)
+                if made_by is not None and made_by[1].kind == _LOCAL_CLASS:
+                    return value, Unpicklable("an instance of a class defined inside a function", _LOCAL)
             name = dotted_name(value.func)
             if name in self.functions:
                 function = self.functions[name]
@@ -200,6 +206,8 @@ class _LocalBindings(Walker):
         return False  # its own locals are not this scope's
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        if node.name.value == self.name:
+            self.kind, self.bound = _LOCAL_CLASS, True
         return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
