@@ -1,3 +1,4 @@
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -5,8 +6,16 @@ import libcst as cst
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Position, Severity
 from gpumem_lint.fixes import Applicability, Edit, Fix, line_starts, source_rows
-from gpumem_lint.rules._boundaries import crossing_text, is_main_guard, pickling_method_text, process_model
+from gpumem_lint.rules._boundaries import (
+    crossing_text,
+    is_main_guard,
+    loader_start_method,
+    module_datasets,
+    pickling_method_text,
+    process_model,
+)
 from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.datasets import WORKER_LOADER, WorkerLoader
 from gpumem_lint.semantic.processes import PROCESS_CROSSING
 from gpumem_lint.semantic.reimport import skipped_on_reimport
 from gpumem_lint.semantic.walk import NodeIds, Walker
@@ -18,8 +27,9 @@ class UnguardedProcessStart(Rule):
     """
     ## What it does
     Flags processes started by a module's top-level code — `mp.spawn(...)`,
-    `Process(...).start()`, a `Pool` or `ProcessPoolExecutor`, or a call of a function of
-    the module that starts them (`main()`) — outside
+    `Process(...).start()`, a `Pool` or `ProcessPoolExecutor`, a pass over a `DataLoader`
+    with workers (`for batch in loader:`, `enumerate(loader)`, `iter(loader)`: each pass starts
+    them), or a call of a function of the module that starts them (`main()`) — outside
     `if __name__ == "__main__":`, when they start with spawn or forkserver: chosen by the
     code (`torch.multiprocessing.spawn` always spawns) or by default (forkserver is the
     stdlib default on Linux from Python 3.14; spawn on macOS and Windows).
@@ -76,9 +86,19 @@ class UnguardedProcessStart(Rule):
     summary = "Processes started by top-level code that spawn children re-run on import"
     fix_title = 'Start the processes under `if __name__ == "__main__":`'
     fix_applicability = Applicability.UNSAFE
-    triggers = ("multiprocessing", "ProcessPoolExecutor")
-    file_trigger = PROCESS_CROSSING
+    triggers = ("multiprocessing", "ProcessPoolExecutor", "DataLoader")
+    file_trigger = re.compile(f"{PROCESS_CROSSING.pattern}|{WORKER_LOADER.pattern}")
     VALID = (
+        # forked workers copy the parent's memory: they import nothing again
+        """
+import torch
+from torch.utils.data import DataLoader
+
+data = [torch.randn(3) for _ in range(8)]
+loader = DataLoader(data, batch_size=2, num_workers=2, multiprocessing_context="fork")
+for batch in loader:
+    print(batch.shape)
+""",
         """
 import torch.multiprocessing as mp
 
@@ -136,6 +156,31 @@ if mp.current_process().name == "MainProcess":  # a re-importing child already h
 """,
     )
     INVALID = (
+        # each pass over a loader with workers starts them; a spawned worker re-runs this loop
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader
+
+data = [torch.randn(3) for _ in range(8)]
+loader = DataLoader(data, batch_size=2, num_workers=2, multiprocessing_context="spawn")
+for epoch in range(2):
+    for step, batch in enumerate(loader):
+        print(epoch, step, batch.shape)
+""",
+            (8,),
+            fixed="""
+import torch
+from torch.utils.data import DataLoader
+
+data = [torch.randn(3) for _ in range(8)]
+loader = DataLoader(data, batch_size=2, num_workers=2, multiprocessing_context="spawn")
+if __name__ == "__main__":
+    for epoch in range(2):
+        for step, batch in enumerate(loader):
+            print(epoch, step, batch.shape)
+""",
+        ),
         Invalid(
             """
 import torch.multiprocessing as mp
@@ -293,6 +338,66 @@ if __name__ == "__main__":
                     "module, re-runs this launch and fails with `RuntimeError`",
                     fix=_guard_the_rest(ctx, launch),
                 )
+        for iteration, loader in _loader_passes(ctx):
+            method = loader_start_method(ctx, loader)
+            if id(iteration) in guarded or id(iteration) in reported or not method.pickles:
+                continue
+            reported.add(id(iteration))
+            yield Report(
+                iteration,
+                f"iterating `{ctx.code(iteration)}` starts the workers of the DataLoader at line "
+                f"{ctx.line(loader.node)} from top-level code with {pickling_method_text(method)}: each worker "
+                "re-imports this module, re-runs this loop and fails with `RuntimeError`",
+                fix=_guard_the_rest(ctx, iteration),
+            )
+
+
+def _loader_passes(ctx: FileContext) -> Iterator[tuple[cst.BaseExpression, WorkerLoader]]:
+    """Top-level code iterating a DataLoader with workers that top-level code made (`for b in loader:`,
+    `enumerate(loader)`, `iter(loader)`): each pass starts its workers."""
+    made = {id(loader.node): loader for loader in module_datasets(ctx).worker_loaders}
+    if not made:
+        return
+    names: dict[str, WorkerLoader] = {}
+    for statement in ctx.module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and id(small.value) in made:
+                    names.update((t.target.value, made[id(small.value)]) for t in small.targets if isinstance(t.target, cst.Name))
+    if names:
+        finder = _Passes(names)
+        for statement in ctx.module.body:
+            if not isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                finder.walk(statement)
+        yield from finder.found
+
+
+class _Passes(Walker):
+    def __init__(self, loaders: dict[str, WorkerLoader]) -> None:
+        self.loaders = loaders
+        self.found: list[tuple[cst.BaseExpression, WorkerLoader]] = []
+
+    def visit_For(self, node: cst.For) -> None:
+        self._iterated(node.iter)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._iterated(node.iter)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value in ("iter", "list") and node.args:
+            self._iterated(node)
+
+    def _iterated(self, node: cst.BaseExpression) -> None:
+        """The loader itself, or a call that iterates its argument (`enumerate(loader)`, `tqdm(loader)`)."""
+        named = node.args[0].value if isinstance(node, cst.Call) and node.args else node
+        if isinstance(named, cst.Name) and named.value in self.loaders:
+            self.found.append((node, self.loaders[named.value]))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
 
 
 def _guard_the_rest(ctx: FileContext, launch: cst.CSTNode) -> Fix | None:
