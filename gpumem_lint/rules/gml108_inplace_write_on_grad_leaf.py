@@ -1,10 +1,13 @@
 from collections.abc import Iterator
+from pathlib import Path
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.fixes import Applicability
 from gpumem_lint.rules._no_grad_fix import under_no_grad
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.grad_callers import called_only_without_grad
+from gpumem_lint.semantic.scopes import Scope
 from gpumem_lint.semantic.values import AliasKind, Handle, Write
 from gpumem_lint.semantic.write_triggers import WRITES
 
@@ -38,8 +41,11 @@ class InplaceWriteOnGradLeaf(Rule):
     Only leaves the file shows are known: a function's parameter is one when a caller in the
     same file passes a leaf (`sinusoidal(embedding.weight)`); a parameter passed in from
     another module, or a model built elsewhere, is not followed unless the function calls
-    `backward()`. Code that
-    a caller runs under `torch.no_grad()` is reported, since this function alone would raise.
+    `backward()`. A function whose every call, in its file and in the first-party modules that
+    import it, is made under `torch.no_grad()` (a model's `load_from` that calls each block's
+    `load_from` inside `with torch.no_grad():`) runs without autograd and is not reported; a call
+    made further away, or a use of the name other than a call, keeps it reported, and so does a
+    function that no code of the project calls.
     A file that turns `requires_grad` off anywhere (`p.requires_grad = False`,
     `requires_grad_(False)`) has its module parameters treated as unknown, unless what it
     turns off is a parameter of the function doing it, which that function's flow follows. A `for` loop is
@@ -79,6 +85,32 @@ class InplaceWriteOnGradLeaf(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # every call of `Block.load_from` is made under the model's `no_grad`
+        """
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.norm = nn.GroupNorm(2, width)
+
+    def load_from(self, weights, prefix):
+        self.norm.weight.copy_(weights[prefix + "/scale"])
+        self.norm.bias.copy_(weights[prefix + "/bias"])
+
+
+class Model(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(width) for _ in range(depth))
+
+    def load_from(self, weights):
+        with torch.no_grad():
+            for index, block in enumerate(self.blocks):
+                block.load_from(weights, f"block{index}")
+""",
         """
 import torch
 
@@ -261,6 +293,70 @@ class Embedding(nn.Module):
 """,
     )
     INVALID = (
+        # one call of `Block.load_from` is made with grad on
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.norm = nn.GroupNorm(2, width)
+
+    def load_from(self, weights, prefix):
+        self.norm.weight.copy_(weights[prefix + "/scale"])
+        self.norm.bias.copy_(weights[prefix + "/bias"])
+
+
+class Model(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(width) for _ in range(depth))
+
+    def load_from(self, weights):
+        with torch.no_grad():
+            for index, block in enumerate(self.blocks):
+                block.load_from(weights, f"block{index}")
+
+
+    def reset_block(self, index, weights):
+        self.blocks[index].load_from(weights, f"block{index}")
+""",
+            (12, 13),
+            fixed="""
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.norm = nn.GroupNorm(2, width)
+
+    def load_from(self, weights, prefix):
+        with torch.no_grad():
+            self.norm.weight.copy_(weights[prefix + "/scale"])
+        with torch.no_grad():
+            self.norm.bias.copy_(weights[prefix + "/bias"])
+
+
+class Model(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(width) for _ in range(depth))
+
+    def load_from(self, weights):
+        with torch.no_grad():
+            for index, block in enumerate(self.blocks):
+                block.load_from(weights, f"block{index}")
+
+
+    def reset_block(self, index, weights):
+        self.blocks[index].load_from(weights, f"block{index}")
+""",
+        ),
         Invalid(
             """
 import torch
@@ -554,10 +650,11 @@ with torch.no_grad():
     )
 
     def check(self, ctx: FileContext) -> Iterator[Report]:
+        callers_turn_grad_off: dict[str, bool] = {}
         for facts in ctx.semantic.facts:
             for write in facts.autograd_writes:
                 leaf = _written_leaf(write)
-                if leaf is None:
+                if leaf is None or _run_without_grad(ctx, facts.scope, callers_turn_grad_off):
                     continue
                 what = "a view of a leaf" if _through_view(write, leaf) else "a leaf"
                 yield Report(
@@ -566,6 +663,17 @@ with torch.no_grad():
                     f"`{what} Variable that requires grad is being used in an in-place operation`",
                     fix=under_no_grad(ctx, write.node),
                 )
+
+
+def _run_without_grad(ctx: FileContext, scope: Scope, known: dict[str, bool]) -> bool:
+    """Every call of the function, in its file and in the modules importing it, is made with grad off.
+    `forward` and dunder methods are called through the object (`model(x)`, `Cls()`), not by name."""
+    name = scope.name
+    if not scope.is_function or name == "forward" or name.startswith("__"):
+        return False
+    if name not in known:
+        known[name] = called_only_without_grad(name, ctx.text, Path(ctx.path), ctx.dependencies)
+    return known[name]
 
 
 def _through_view(write: Write, leaf: Handle) -> bool:

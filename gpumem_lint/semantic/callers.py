@@ -57,10 +57,10 @@ def callers_of(source: Path, function: str) -> Iterator[Caller]:
     for path in _python_files(root):
         if path == source:
             continue
-        text = _text(path)
+        text = read_text(path)
         if text is None or function not in text or (stem not in text and package not in text):
             continue
-        parsed = _parsed(path)
+        parsed = parsed_module(path)
         if parsed is None:
             continue
         module, order = parsed
@@ -78,12 +78,12 @@ class Importer:
     statement: cst.Import | cst.ImportFrom
 
 
-def importers_of(source: Path) -> Iterator[Importer]:
+def importers_of(source: Path, depth: int = IMPORT_DEPTH) -> Iterator[Importer]:
     """The import statements in the project's other modules that run `source` (a resolved path), then
-    those that run the importers, up to `IMPORT_DEPTH` imports up; each importing file once."""
+    those that run the importers, up to `depth` imports up; each importing file once."""
     root = project_root(source.parent)
     seen, frontier = {source}, [source]
-    for _ in range(IMPORT_DEPTH):
+    for _ in range(depth):
         reached = []
         for imported in frontier:
             for importer in _direct_importers(imported, root):
@@ -98,8 +98,8 @@ def _direct_importers(source: Path, root: Path) -> Iterator[Importer]:
     name = source.parent.name if source.name == "__init__.py" else source.stem
     mentions = re.compile(rf"(?:import|from)\b[^\n]*\b{re.escape(name)}\b")  # a text filter first
     for path in _python_files(root):
-        text = _text(path) if path != source else None
-        if text is None or not mentions.search(text) or (parsed := _parsed(path)) is None:
+        text = read_text(path) if path != source else None
+        if text is None or not mentions.search(text) or (parsed := parsed_module(path)) is None:
             continue
         module, order = parsed
         finder = _Imports()
@@ -136,7 +136,7 @@ def _reexports(package: Path, function: str, source: Path, root: Path) -> bool:
     """`pkg/__init__.py` imports `function` from `source` (`from pkg.mod import f`): `from pkg import f` is it."""
     if package.name != "__init__.py":
         return False
-    parsed = _parsed(package)
+    parsed = parsed_module(package)
     bound = parsed[1].imported(function) if parsed is not None else None
     if bound is None or bound[1] != function:
         return False
@@ -185,7 +185,7 @@ def _python_files(root: Path) -> tuple[Path, ...]:
 
 
 @lru_cache(maxsize=4096)
-def _text(path: Path) -> str | None:
+def read_text(path: Path) -> str | None:
     try:
         if path.stat().st_size > _MAX_BYTES:
             return None
@@ -195,8 +195,8 @@ def _text(path: Path) -> str | None:
 
 
 @lru_cache(maxsize=256)
-def _parsed(path: Path) -> tuple[cst.Module, ProgramOrder] | None:
-    text = _text(path)
+def parsed_module(path: Path) -> tuple[cst.Module, ProgramOrder] | None:
+    text = read_text(path)
     if text is None:
         return None
     try:
