@@ -21,7 +21,9 @@ class InplaceWriteOnSavedTensor(Rule):
     x *= mask`, `F.relu(x, inplace=True)` on the output of an op that keeps its output,
     writing the input of a product or convolution that keeps it, an in-place layer of an
     `nn.Sequential` right after an activation that keeps its output
-    (`nn.ReLU(), nn.Dropout(p, inplace=True)`), and an optimizer step on a module whose
+    (`nn.ReLU(), nn.Dropout(p, inplace=True)`), a write to what an `nn.Sequential` returns when
+    its last layer keeps its output (`out = self.left(x); out += x` where `self.left` ends in
+    `nn.ReLU()`), and an optimizer step on a module whose
     call kept its weights (an `nn.Sequential` or a model: the layers after the first keep
     their weights) when a loss computed before the step is backpropagated after it, the
     GAN that steps the discriminator between `d_loss.backward(retain_graph=True)` and
@@ -34,7 +36,9 @@ class InplaceWriteOnSavedTensor(Rule):
     their output; `a * w` and `x @ w` keep each operand for the other one's gradient; `x + y`
     and `x * 2` keep nothing. A parameter the function indexes by a string key
     (`inputs["representation"]`) is a mapping of tensors: `inputs[key] = y` stores an entry and
-    writes no tensor. The input of a `forward` that hands it, or a name bound from it, to
+    writes no tensor. A write to a tensor saved on one arm of a test (`bn = self.bn(x) if
+    self.with_bn else x`) through a name bound on the other arm is not one path, and is not
+    reported. The input of a `forward` that hands it, or a name bound from it, to
     `torch.from_numpy` is a numpy array, which records no graph (a transform module). `d[key] *= m` writes the item stored under `key` when the key is a literal or
     a loop over literal keys binds it (`for key in ["mask"]:`), not the dict's other items.
 
@@ -97,6 +101,27 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # the block's last layer, batch norm, keeps its input, not what it returns
+        """
+import torch.nn as nn
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.left = nn.Sequential(
+            nn.Conv2d(channels, channels, 3, padding=1),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(channels, channels, 3, padding=1),
+            nn.BatchNorm2d(channels),
+        )
+
+    def forward(self, x):
+        out = self.left(x)
+        out += x
+        return out
+""",
         # batch norm saves `linear` only where `with_bn` holds; only where it does not is `bn` that tensor
         """
 import torch.nn as nn
@@ -527,6 +552,52 @@ Solver().train([torch.randn(4, 8) for _ in range(2)])
 """,
     )
     INVALID = (
+        # the block's last layer, a ReLU, keeps what it returns for its backward
+        Invalid(
+            """
+import torch.nn as nn
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.left = nn.Sequential(
+            nn.Conv2d(channels, channels, 3, padding=1),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(channels, channels, 3, padding=1),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(),
+        )
+
+    def forward(self, x):
+        out = self.left(x)
+        out += x
+        return out
+""",
+            (19,),
+            fixed="""
+import torch.nn as nn
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.left = nn.Sequential(
+            nn.Conv2d(channels, channels, 3, padding=1),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(channels, channels, 3, padding=1),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(),
+        )
+
+    def forward(self, x):
+        out = self.left(x)
+        out = out + x
+        return out
+""",
+        ),
         # the in-place layer writes `linear` itself, which batch norm saved where `use_bn` holds
         Invalid(
             """

@@ -38,6 +38,7 @@ class AttributeFact:
     module: str | None = None  # "torch.nn.Linear", or the name of a class of this file
     source: cst.CSTNode | None = field(default=None, compare=False)  # the expression that made it
     elements: str | None = None  # `nn.ModuleList(Block() for _ in range(n))`: the class of every layer
+    layers: tuple[str | None, ...] = ()  # `nn.Sequential(nn.Conv2d(...), nn.ReLU())`: each layer's class
     steps: tuple[str, ...] = ()  # an optimizer's: "self.vae" of `Adam(self.vae.parameters())`, "self" itself
 
 
@@ -219,7 +220,9 @@ class ClassFactsBuilder:
             return AttributeFact(Held.OPTIMIZER, steps=steps) if steps else None
         module = _torch_module(qualified or "")
         if module is not None:
-            return AttributeFact(Held.MODULE, module, elements=self._layer_class(value, table))
+            return AttributeFact(
+                Held.MODULE, module, elements=self._layer_class(value, table), layers=self._layers(value, table)
+            )
         if qualified is None and table.is_module_class(name):
             return AttributeFact(Held.MODULE, name)
         if qualified is None and name in self._returns:
@@ -281,9 +284,21 @@ class ClassFactsBuilder:
         if len(container.args) != 1 or container.args[0].keyword is not None:
             return None
         built = container.args[0].value
-        if not isinstance(built, (cst.GeneratorExp, cst.ListComp)) or not isinstance(built.elt, cst.Call):
+        if not isinstance(built, (cst.GeneratorExp, cst.ListComp)):
             return None
-        name = dotted_name(built.elt.func)
+        return self._module_class(built.elt, table)
+
+    def _layers(self, container: cst.Call, table: ClassTable) -> tuple[str | None, ...]:
+        """`nn.Sequential(nn.Conv2d(...), nn.ReLU(inplace=True))`: the class of each layer, in order (None
+        where not known); nothing for other containers, or layers passed through `*` or by keyword."""
+        if _torch_module(self._imports.qualify_name(dotted_name(container.func) or "") or "") != "torch.nn.Sequential":
+            return ()
+        if any(arg.star or arg.keyword is not None for arg in container.args):
+            return ()
+        return tuple(self._module_class(arg.value, table) for arg in container.args)
+
+    def _module_class(self, value: cst.BaseExpression, table: ClassTable) -> str | None:
+        name = dotted_name(value.func) if isinstance(value, cst.Call) else None
         if name is None:
             return None
         qualified = self._imports.qualify_name(name)

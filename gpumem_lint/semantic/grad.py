@@ -35,7 +35,7 @@ class GradSemantics:
         if fact is None:
             return None
         if fact.held is Held.MODULE:
-            handle.module, handle.elements = fact.module, fact.elements
+            handle.module, handle.elements, handle.layers = fact.module, fact.elements, fact.layers
             return fact
         if fact.held is Held.OPTIMIZER:
             handle.role = Role.OPTIMIZER  # what it steps: `_external`, which sees this method's `self.*`

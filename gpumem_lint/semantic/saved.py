@@ -94,8 +94,11 @@ class SavedSemantics:
                 self._keep(node, module.removeprefix("torch."), saved, inputs, result, state, owner=callee)
             return
         if module is not None:
-            if self._has_parameters(callee):  # `D(x)` of an `nn.Sequential` or a model: its layers keep weights
+            trains = self._has_parameters(callee)
+            if trains:  # `D(x)` of an `nn.Sequential` or a model: its layers keep weights
                 self._keep_parameters(node, module, callee, result, state)
+            if trains or any(_requires_grad(value) for value in positional):
+                self._keep_last_output(node, callee, result, state)
             return
         name = _op_name(node, qualified, receiver, self.k.tensor_only_methods)
         if name is None:
@@ -117,6 +120,17 @@ class SavedSemantics:
         if receiver is not None and name.startswith("torch.Tensor."):  # not `F` of `F.relu(x)`
             inputs["self"] = receiver
         self._keep(node, name, saved, inputs, result, state)
+
+    def _keep_last_output(self, node: cst.Call, callee: Value, result: Value, state: State) -> None:
+        """`self.left(x)` of `nn.Sequential(nn.Conv2d(...), nn.ReLU())`: what it returns is its last layer's
+        output, which that layer keeps when its backward needs it (ReLU, Sigmoid, Tanh)."""
+        lasts = {handle.layers[-1] for handle in callee.handles if handle.layers}
+        last = lasts.pop() if len(lasts) == 1 else None
+        if last is None or not last.startswith("torch.nn."):
+            return
+        name = last.rsplit(".", 1)[-1]
+        if "output" in saved_for_backward().module_saves(name):
+            self._record_saving(Saving(node, last.removeprefix("torch."), "output"), result, result, state)
 
     def _save_inplace_layer(self, node: cst.Call, module: str | None, written: Value, state: State) -> None:
         """`self.relu(out)` of an `nn.ReLU(inplace=True)`: what the layer keeps, often the memory it wrote."""
