@@ -25,8 +25,9 @@ class InplaceWriteOverlappingMemory(Rule):
     run in no order ([docs/facts.md](../docs/facts.md) F24).
 
     ## Known problems
-    Only overlaps the syntax proves are reported: two slices of one dimension shifted by
-    the same amount, every other dimension indexed alike. Overlaps through `narrow`, `view`
+    Only overlaps the syntax proves are reported: two slices of one dimension, one the other
+    moved by less than their length (`[:-n]` and `[n:]`, `[0:9]` and `[1:10]`, `[0:k - 1]` and
+    `[1:k]`: bounds that are sums of names and integers), every other dimension indexed alike. Overlaps through `narrow`, `view`
     or computed bounds are not followed.
 
     ## Example
@@ -59,6 +60,13 @@ class InplaceWriteOverlappingMemory(Rule):
     triggers = ("torch", "numpy")
     scope_triggers = WRITES
     VALID = (
+        # two slices of one length apart by more than that length share nothing
+        """
+import torch
+
+buf = torch.randn(10, 4)
+buf[5:7] = buf[0:2]
+""",
         """
 import torch
 
@@ -95,6 +103,40 @@ values[idx] = idx.float()
 """,
     )
     INVALID = (
+        # a tensor attribute, shifted by one step along dimension 1 with both bounds written out
+        Invalid(
+            """
+import torch
+
+STEPS = 10
+
+
+class FrameStack:
+    def __init__(self, envs, width):
+        self.buffer = torch.zeros(envs, STEPS, width)
+
+    def push(self, frame):
+        self.buffer[:, 1:STEPS] = self.buffer[:, 0:(STEPS - 1)]
+        self.buffer[:, 0] = frame
+        return self.buffer
+""",
+            (12,),
+            fixed="""
+import torch
+
+STEPS = 10
+
+
+class FrameStack:
+    def __init__(self, envs, width):
+        self.buffer = torch.zeros(envs, STEPS, width)
+
+    def push(self, frame):
+        self.buffer[:, 1:STEPS] = self.buffer[:, 0:(STEPS - 1)].clone()
+        self.buffer[:, 0] = frame
+        return self.buffer
+""",
+        ),
         Invalid(
             """
 import torch

@@ -16,8 +16,9 @@ from enum import Enum
 import libcst as cst
 
 from gpumem_lint.knowledge import knowledge
+from gpumem_lint.knowledge.devices import default_device
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
-from gpumem_lint.semantic.literals import argument, is_constant
+from gpumem_lint.semantic.literals import argument, is_constant, keyword
 from gpumem_lint.semantic.name_values import value_bindings
 from gpumem_lint.semantic.processes import process_table
 
@@ -26,7 +27,7 @@ _PARAMETER = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 class Held(str, Enum):
     PARAMETER = "parameter"  # a leaf that requires grad
-    BUFFER = "buffer"  # module state that does not
+    BUFFER = "buffer"  # module state that does not, or a plain tensor a factory made (`torch.zeros(n)`)
     MODULE = "module"  # a submodule, of the class in `AttributeFact.module`
     EXPANDED = "expanded"  # an `expand` / `broadcast_to` view: elements share memory
     OPTIMIZER = "optimizer"  # a `torch.optim` optimizer over the parameters of `AttributeFact.steps`
@@ -215,6 +216,8 @@ class ClassFactsBuilder:
         qualified = self._imports.qualify_name(name)
         if qualified in _PARAMETER:
             return None if _makes_frozen_parameter(value) else AttributeFact(Held.PARAMETER)
+        if qualified in default_device().factories and keyword(value, "requires_grad") is None:
+            return AttributeFact(Held.BUFFER)  # `self.buffer = torch.zeros(n, k)`: a tensor, not a leaf
         if _is_optimizer(qualified or ""):
             steps = _stepped_modules(value)
             return AttributeFact(Held.OPTIMIZER, steps=steps) if steps else None

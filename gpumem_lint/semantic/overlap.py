@@ -5,13 +5,16 @@ elements it has already written, so the result depends on the kernel's order. Py
 what its overlap check can see ("some elements of the input tensor and the written-to tensor
 refer to a single memory location"); a strided case it cannot see runs in the CPU kernel's
 order and is undefined on CUDA (docs/facts.md F24). `idx[idx] = v` indexes a tensor by itself.
-Only shapes whose overlap the syntax proves are recorded: two slices of one dimension shifted
-by the same amount (`[:-n]` and `[n:]`), other dimensions indexed alike. Mixed into
+Only shapes whose overlap the syntax proves are recorded: two slices of one dimension, one the
+other moved by an offset smaller than their length (`[:-n]` and `[n:]`, `[0:9]` and `[1:10]`,
+`[0:k - 1]` and `[1:k]`: bounds that are sums of names and integers), other dimensions indexed
+alike. Mixed into
 `ScopeAnalyzer`.
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 import libcst as cst
@@ -66,7 +69,77 @@ def _shifted(written: str | None, read: str | None) -> bool:
 
 
 def _shift_pair(head: str, tail: str) -> bool:
-    """`:-n` with `n:` (or `:-1` with `1:`): the same slice of one dimension, moved by n."""
-    if not (head.startswith(":-") and tail.endswith(":")) or head.count(":") != 1 or tail.count(":") != 1:
+    """Two slices of one dimension, one the other moved by a nonzero offset, that share elements:
+    `:-n` and `n:`, `0:9` and `1:10`, `0:(k - 1)` and `1:k`, `:, :-d` and `:, d:` (with one step)."""
+    first, second = _slice(head), _slice(tail)
+    if first is None or second is None or first[2] != second[2]:
         return False
-    return head[2:].strip() == tail[:-1].strip() != ""
+    (low, high, step), (other_low, other_high, _) = first, second
+    offset = _minus(other_low, low)
+    if not offset or _minus(other_high, high) != offset:
+        return False
+    constant = offset.keys() <= {""}
+    if step and not (constant and step.isdigit() and offset[""] % int(step) == 0):
+        return False
+    length = _minus(high, low)
+    if constant and length.keys() <= {""}:
+        return abs(offset[""]) < length.get("", 0)  # `0:2` and `5:7` share nothing
+    return True
+
+
+#: A slice bound as a sum of names times integers, `""` the constant and `_END` the dimension's length.
+Linear = dict[str, int]
+_END = "<len>"
+
+
+def _slice(part: str) -> tuple[Linear, Linear, str] | None:
+    """`1:n - 1` -> its start and stop as linear forms, and its step's text (`""` for 1). An open start
+    is 0, an open stop the length; a bound written with a leading minus counts from the end."""
+    pieces = part.split(":")
+    if len(pieces) not in (2, 3):
+        return None
+    step = pieces[2].strip() if len(pieces) == 3 else ""
+    bounds = []
+    for text, open_value in ((pieces[0].strip(), {}), (pieces[1].strip(), {_END: 1})):
+        value = _linear(text) if text else open_value
+        if value is None:
+            return None
+        if text.startswith("-"):
+            value = _plus(value, {_END: 1})
+        bounds.append(value)
+    return bounds[0], bounds[1], "" if step == "1" else step
+
+
+def _linear(text: str) -> Linear | None:
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    return _form(tree)
+
+
+def _form(node: ast.expr) -> Linear | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return {"": node.value} if node.value else {}
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return {ast.unparse(node): 1}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _form(node.operand)
+        return None if inner is None else inner if isinstance(node.op, ast.UAdd) else _minus({}, inner)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        left, right = _form(node.left), _form(node.right)
+        if left is None or right is None:
+            return None
+        return _plus(left, right) if isinstance(node.op, ast.Add) else _minus(left, right)
+    return None
+
+
+def _plus(left: Linear, right: Linear) -> Linear:
+    total = dict(left)
+    for key, value in right.items():
+        total[key] = total.get(key, 0) + value
+    return {key: value for key, value in total.items() if value}
+
+
+def _minus(left: Linear, right: Linear) -> Linear:
+    return _plus(left, {key: -value for key, value in right.items()})
