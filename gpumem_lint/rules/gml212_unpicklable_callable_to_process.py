@@ -45,7 +45,8 @@ class UnpicklableCallableToProcess(Rule):
 
     ## Known problems
     Only a lambda written in place, or a name bound to a lambda or a nested `def` in the same
-    function (or to a lambda at module level), is recognised, and, in a dataset, what its
+    function or a function it is nested in (a closure: `create_loader` inside `main` reads
+    `main`'s `collate_fn`), or to a lambda at module level, is recognised, and, in a dataset, what its
     construction passes that the dataset keeps: what `__init__` stores (`self.degrade = degrade`)
     for a class of this module, the `transform`, `target_transform` and `transforms` keywords
     for a class of another module (torchvision's datasets keep them), and a lambda held by any of
@@ -92,6 +93,26 @@ class UnpicklableCallableToProcess(Rule):
     triggers = ("multiprocessing", "ProcessPoolExecutor", "DataLoader")
     file_trigger = re.compile(f"{PROCESS_CROSSING.pattern}|{WORKER_LOADER.pattern}")
     VALID = (
+        # the enclosing function's parameter: what its caller passes, a module-level function
+        """
+import torch
+from torch.utils.data import DataLoader
+
+
+def stack(batch):
+    return torch.stack(batch)
+
+
+def train(data, collate_fn):
+    def create_loader(dataset):
+        return DataLoader(dataset, batch_size=2, num_workers=2, collate_fn=collate_fn)
+
+    return [batch.shape for batch in create_loader(data)]
+
+
+if __name__ == "__main__":
+    train([torch.randn(3) for _ in range(8)], stack)
+""",
         # the factory returns a class defined at module level, which pickle finds by its name
         """
 import torch
@@ -213,6 +234,24 @@ def main(root):
 """,
     )
     INVALID = (
+        # a nested helper reads the collate function its enclosing function defines
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(data):
+    def collate_fn(batch):
+        return torch.stack(batch)
+
+    def create_loader(dataset):
+        return DataLoader(dataset, batch_size=2, num_workers=2, collate_fn=collate_fn)
+
+    return [batch.shape for batch in create_loader(data)]
+""",
+            (11,),
+        ),
         # the dataset's class is defined by a factory function: pickle looks it up as `get_dataset.<locals>.Dataset`
         Invalid(
             """

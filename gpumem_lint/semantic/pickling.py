@@ -43,11 +43,14 @@ def unpicklable(
         return Unpicklable("a lambda", _LOCAL if scope is not None else "`PicklingError`")
     if not isinstance(value, cst.Name):
         return None
-    if scope is not None:
+    while scope is not None:  # the function's own names, then those of the functions it is nested in
         local = _LocalBindings(value.value)
         local.walk(scope.body)
         if local.bound:
             return Unpicklable(local.kind, _LOCAL) if local.kind is not None else None
+        if value.value in _parameters(scope):
+            return None
+        scope = _enclosing_function(scope, module)
     module_level = _LocalBindings(value.value)
     for statement in module.body:
         if isinstance(statement, cst.SimpleStatementLine):
@@ -126,6 +129,37 @@ class _Holdings:
             if found is not None:
                 return found
         return None
+
+
+def _enclosing_function(function: cst.FunctionDef, module: cst.Module) -> cst.FunctionDef | None:
+    """The function `function` is defined in (a closure reads its names), or None at module or class level."""
+    finder = _Parent(function)
+    finder.walk(module)
+    return finder.parent
+
+
+class _Parent(Walker):
+    def __init__(self, function: cst.FunctionDef) -> None:
+        self.function = function
+        self.stack: list[cst.FunctionDef | None] = []
+        self.parent: cst.FunctionDef | None = None
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if node is self.function:
+            self.parent = self.stack[-1] if self.stack else None
+            return False
+        self.stack.append(node)
+        return True
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node is not self.function:
+            self.stack.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.stack.append(None)  # a method does not read the names of a function around its class
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.stack.pop()
 
 
 def _names_class(name: str) -> bool:
