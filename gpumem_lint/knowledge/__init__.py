@@ -43,6 +43,8 @@ class Knowledge:
     detach_methods: frozenset[str]
     detach_properties: frozenset[str]
     tensor_to_numpy_methods: frozenset[str]
+    other_numpy_frameworks: frozenset[str]  # `.numpy()` of their tensors copies
+    array_copy_methods: frozenset[str]  # `a.astype(t)`: a new ndarray
     tensor_to_numpy_functions: frozenset[str]
     numpy_to_tensor_functions: frozenset[str]
     state_dict_methods: frozenset[str]
@@ -158,6 +160,8 @@ def knowledge() -> Knowledge:
         detach_methods=_set(hand["detach"]["methods"]),
         detach_properties=_set(hand["detach"]["properties"]),
         tensor_to_numpy_methods=_set(hand["numpy_bridge"]["tensor_to_numpy_methods"]),
+        other_numpy_frameworks=_set(hand["numpy_bridge"]["other_numpy_frameworks"]),
+        array_copy_methods=_set(hand["numpy_bridge"]["array_copy_methods"]),
         tensor_to_numpy_functions=_set(hand["numpy_bridge"]["tensor_to_numpy_functions"]),
         numpy_to_tensor_functions=_set(hand["numpy_bridge"]["numpy_to_tensor_functions"]),
         state_dict_methods=_set(hand["module_state"]["state_dict_methods"]),

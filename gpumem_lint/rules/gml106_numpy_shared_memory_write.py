@@ -27,7 +27,9 @@ class NumpySharedMemoryWrite(Rule):
     method (a Dataset's `__getitem__`) writing, through a bridge, an array the object keeps
     (`torch.from_numpy(self.features[i]).sub_(mean)`) and then reading or returning what it wrote:
     every later call reads the written values. A method that uses none of it afterwards
-    (`self.slots.numpy()[a:b] = ids`) writes the object's state on purpose.
+    (`self.slots.numpy()[a:b] = ids`) writes the object's state on purpose. In a module that
+    imports TensorFlow, JAX, Paddle or MindSpore and not torch, `.numpy()` is theirs, which
+    returns a copy (`aliasing.toml` [numpy_bridge] `other_numpy_frameworks`).
 
     ## Why is this bad?
     A CPU tensor and its numpy array share memory, and the tensor's version counter
@@ -78,6 +80,24 @@ class NumpySharedMemoryWrite(Rule):
     scope_triggers = WRITES
     fix_applicability = Applicability.UNSAFE
     VALID = (
+        # a module of TensorFlow's: `.numpy()` of its variable is a copy
+        """
+import tensorflow as tf
+
+
+class Controller:
+    def __init__(self, steps):
+        self.global_step = tf.Variable(0, dtype=tf.int64)
+        self.train_steps = steps
+
+    def train(self, train_fn):
+        current_step = self.global_step.numpy()
+        while current_step < self.train_steps:
+            current_step += 10
+            train_fn(10)
+            if current_step != self.global_step.numpy():
+                raise RuntimeError("step not updated")
+""",
         """
 import numpy as np
 import torch
@@ -122,6 +142,44 @@ class FreeList:
 """,
     )
     INVALID = (
+        # the same with torch: the step counter's array is the tensor's memory
+        Invalid(
+            """
+import torch
+
+
+class Controller:
+    def __init__(self, steps):
+        self.global_step = torch.zeros((), dtype=torch.int64)
+        self.train_steps = steps
+
+    def train(self, train_fn):
+        current_step = self.global_step.numpy()
+        while current_step < self.train_steps:
+            current_step += 10
+            train_fn(10)
+            if current_step != self.global_step.numpy():
+                raise RuntimeError("step not updated")
+""",
+            (13,),
+            fixed="""
+import torch
+
+
+class Controller:
+    def __init__(self, steps):
+        self.global_step = torch.zeros((), dtype=torch.int64)
+        self.train_steps = steps
+
+    def train(self, train_fn):
+        current_step = self.global_step.numpy().copy()
+        while current_step < self.train_steps:
+            current_step += 10
+            train_fn(10)
+            if current_step != self.global_step.numpy():
+                raise RuntimeError("step not updated")
+""",
+        ),
         Invalid(
             """
 import numpy as np

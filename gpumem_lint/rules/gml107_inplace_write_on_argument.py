@@ -14,7 +14,7 @@ from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.literals import announces_inplace, called_name
 from gpumem_lint.semantic.model import called_key
 from gpumem_lint.semantic.scopes import Scope
-from gpumem_lint.semantic.values import Write
+from gpumem_lint.semantic.values import AliasKind, Write
 from gpumem_lint.semantic.write_triggers import WRITES
 
 
@@ -36,6 +36,9 @@ class InplaceWriteOnArgument(Rule):
     (`hidden += residual; return norm(hidden), hidden`, a fused add-norm) or returns nothing (a
     rotary embedding rotating `query` in place). It is reported only where it reads its input again
     through another name, or where a caller in the module reads the tensor again after the call.
+    An argument the caller made with numpy (`np.array(...)`, `a.astype(t)`, or a function of the
+    module whose every `return` gives such an array) is an array of its own, no tensor's memory,
+    and its caller is not counted; one that is a tensor's memory (`t.numpy()`) is.
 
     ## Why is this bad?
     The caller still holds the tensor. A residual connection (`block(x) + x`), a logged
@@ -106,6 +109,28 @@ class InplaceWriteOnArgument(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # the caller's box is a numpy array of its own (what `astype` made): no tensor's memory
+        """
+import numpy as np
+import torch
+
+
+def widen(box):
+    box = box.astype(np.float32)
+    box[2:] += 1
+    return box
+
+
+def crop(image, box):
+    box[[0, 2]] = np.clip(box[[0, 2]], 0, image.shape[-1])
+    box = box.round().astype(np.int64)
+    return image[..., box[1] : box[3], box[0] : box[2]]
+
+
+def crops(mask, image):
+    box = widen(np.array([1, 2, 30, 40]))
+    return crop(mask, box), crop(image, box), torch.from_numpy(box)
+""",
         """
 import torch.nn as nn
 
@@ -542,6 +567,51 @@ def decode(layers, hidden):
 """,
     )
     INVALID = (
+        # the caller's box is a tensor: the second crop reads the first one's clipping
+        Invalid(
+            """
+import torch
+
+
+def widen(box):
+    box = box.float()
+    box[2:] += 1
+    return box
+
+
+def crop(image, box):
+    box[[0, 2]] = box[[0, 2]].clamp(0, image.shape[-1])
+    box = box.round().long()
+    return image[..., box[1] : box[3], box[0] : box[2]]
+
+
+def crops(mask, image):
+    box = widen(torch.tensor([1, 2, 30, 40]))
+    return crop(mask, box), crop(image, box), box
+""",
+            (12,),
+            fixed="""
+import torch
+
+
+def widen(box):
+    box = box.float()
+    box[2:] += 1
+    return box
+
+
+def crop(image, box):
+    box = box.clone()
+    box[[0, 2]] = box[[0, 2]].clamp(0, image.shape[-1])
+    box = box.round().long()
+    return image[..., box[1] : box[3], box[0] : box[2]]
+
+
+def crops(mask, image):
+    box = widen(torch.tensor([1, 2, 30, 40]))
+    return crop(mask, box), crop(image, box), box
+""",
+        ),
         Invalid(
             """
 import torch
@@ -1043,11 +1113,20 @@ def _confirmed_calls(ctx: FileContext) -> dict[tuple[str, str], tuple[cst.CSTNod
             # A module's `forward` passing on its own input: the module's caller holds that tensor.
             held = read is not None or (forward and write.storage.origin == "param")
             # Under no_grad (an optimizer step, an update) mutating the argument is the point.
-            if write.callee is not None and held and not write.no_grad and not _prepared(facts, write):
+            if write.callee is not None and held and not write.no_grad and not _prepared(facts, write) and not (
+                _numpy_only(write)
+            ):
                 key, dropped = (write.callee, write.parameter), id(write.node) in facts.dropped
                 if key not in confirmed or confirmed[key][2] and not dropped:
                     confirmed[key] = (write.node, read, dropped)
     return confirmed
+
+
+def _numpy_only(write: Write) -> bool:
+    """The caller passes a numpy array of its own (`np.array(...)`), no tensor's memory: what numpy code
+    does to its arrays is not a tensor shared (through `t.numpy()` it is, and stays reported)."""
+    writer = write.writer
+    return writer.ndarray and not writer.tensor and all(h.kind is not AliasKind.NUMPY for h in writer.chain())
 
 
 def _in_place_layer(facts: ScopeFacts, write: Write) -> bool:

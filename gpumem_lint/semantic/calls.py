@@ -159,6 +159,11 @@ class CallSemantics:
                 rebuilt.add(handle)
             state.env[place] = frozenset(rebuilt)
 
+    def _other_framework(self) -> bool:
+        """The module imports TensorFlow, JAX, ... and not torch: its `.numpy()` calls are theirs."""
+        imports = self.imports
+        return not imports.imports("torch") and any(imports.imports(name) for name in self.k.other_numpy_frameworks)
+
     def _called_method(self, name: str | None, callee: Value | None) -> str | None:
         """`Normalize.__call__` for `norm(x)`, `Block.forward` for `self.block(x)`: the method of a
         class of this file that calling the object runs, when every binding agrees."""
@@ -194,6 +199,8 @@ class CallSemantics:
             for handle in result.handles:
                 handle.storage.host = True
             return result
+        if summary.array:
+            return self._fresh_value(node, ndarray=True)
         if summary.param is not None:
             argument = summary.argument(node, args, skip)
             if argument is None:
@@ -261,7 +268,13 @@ class CallSemantics:
                 self._write(receiver, node, method + "()", state, module=True)  # loading its own state changes nothing
             return EMPTY
         if method in k.tensor_to_numpy_methods:
+            if self._other_framework():
+                return self._fresh_value(node, ndarray=True)  # a TensorFlow or JAX tensor's `.numpy()` copies
             return self._alias(receiver, node, AliasKind.NUMPY, tensor=False, ndarray=True)
+        if method in k.array_copy_methods:
+            if is_constant(keyword(node, "copy"), "False"):
+                return receiver  # the array itself where the dtype already matches
+            return self._fresh_value(node, ndarray=True)
         if method in _CONTAINER_METHODS and not array:
             return receiver
         if method == "copy" and receiver.kinds & {AliasKind.STATE_DICT}:

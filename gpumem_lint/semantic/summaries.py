@@ -8,7 +8,8 @@ the value it reaches.
 
 Only values whose hazard does not depend on other aliases are summarised: an `expand` view,
 the several outputs of one split, a fresh leaf that requires grad, host memory (every `return`
-gives a `.cpu()` copy, its `.numpy()` or a CPU load: F49, nothing of it is the CUDA cache's). A
+gives a `.cpu()` copy, its `.numpy()` or a CPU load: F49, nothing of it is the CUDA cache's), a numpy
+array of its own (every `return` gives what numpy made: `box.astype(np.float32)`). A
 function that returns its argument itself, or a plain view of it, is not (yet): its callers would
 see new aliases that the rules reading stale aliases have not been reviewed with.
 """
@@ -32,6 +33,7 @@ class Returns(NamedTuple):
     param: str | None = None  # the parameter whose memory it is an alias of; None for fresh memory
     position: int | None = None  # that parameter's position, `self` included
     host: bool = False  # host memory (`return t.cpu().numpy()`), which the CUDA allocator never holds (F49)
+    array: bool = False  # a numpy array of its own (`return box.astype(np.float32)`), no tensor's memory
 
     def argument(self, node: cst.Call, args: list[Value], skip: int) -> Value | None:
         """What the call passes for the parameter (`skip` leading parameters are bound already:
@@ -54,6 +56,8 @@ def summarise(returned: list[Value], params: tuple[str, ...]) -> Returns | None:
     """The one thing all `returned` values are, or None when they differ or are not summarised."""
     if returned and all(value.handles and all(h.storage.on_host() for h in value.handles) for value in returned):
         return Returns(AliasKind.OWN, host=True)
+    if returned and all(value.handles and all(_own_array(h) for h in value.handles) for value in returned):
+        return Returns(AliasKind.OWN, array=True)
     found: set[Returns] = set()
     for value in returned:
         if value.container or not value.handles:
@@ -78,3 +82,8 @@ def _summary(handle: Handle, params: tuple[str, ...]) -> Returns | None:
     if storage.origin == "param" and storage.label in params and handle.base.kind is AliasKind.OWN:
         return Returns(handle.kind, storage.label, params.index(storage.label))
     return None
+
+
+def _own_array(handle: Handle) -> bool:
+    """A numpy array numpy made (`np.array(x)`, `a.astype(t)`), not the other side of a tensor's bridge."""
+    return handle.ndarray and not handle.tensor and all(h.kind is not AliasKind.NUMPY for h in handle.chain())
