@@ -108,15 +108,15 @@ values[idx] = idx.float()
             """
 import torch
 
-STEPS = 10
-
 
 class FrameStack:
-    def __init__(self, envs, width):
-        self.buffer = torch.zeros(envs, STEPS, width)
+    def __init__(self, envs, steps, width):
+        self.steps = steps
+        self.buffer = torch.zeros(envs, steps, width)
 
     def push(self, frame):
-        self.buffer[:, 1:STEPS] = self.buffer[:, 0:(STEPS - 1)]
+        n = self.steps
+        self.buffer[:, 1:n] = self.buffer[:, 0:(n - 1)]
         self.buffer[:, 0] = frame
         return self.buffer
 """,
@@ -124,15 +124,15 @@ class FrameStack:
             fixed="""
 import torch
 
-STEPS = 10
-
 
 class FrameStack:
-    def __init__(self, envs, width):
-        self.buffer = torch.zeros(envs, STEPS, width)
+    def __init__(self, envs, steps, width):
+        self.steps = steps
+        self.buffer = torch.zeros(envs, steps, width)
 
     def push(self, frame):
-        self.buffer[:, 1:STEPS] = self.buffer[:, 0:(STEPS - 1)].clone()
+        n = self.steps
+        self.buffer[:, 1:n] = self.buffer[:, 0:(n - 1)].clone()
         self.buffer[:, 0] = frame
         return self.buffer
 """,
