@@ -109,6 +109,21 @@ class InplaceWriteOnArgument(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # `astype`, which torch tensors lack: the function is given a numpy array
+        """
+import numpy as np
+import torch
+
+
+def crop(image, box):
+    box[[0, 2]] = np.clip(box[[0, 2]], 0, image.shape[-1])
+    box = box.round().astype(np.int64)
+    return image[..., box[1] : box[3], box[0] : box[2]]
+
+
+def crops(mask, image, box):
+    return crop(mask, box), crop(image, box), torch.as_tensor(box)
+""",
         # the caller's box is a numpy array of its own (what `astype` made): no tensor's memory
         """
 import numpy as np
@@ -1069,7 +1084,7 @@ class Perceptual(nn.Module):
                 continue
             for write in facts.argument_writes():
                 name = write.storage.label
-                if heuristics().output_parameter.search(name) or facts.is_output_buffer(write):
+                if heuristics().output_parameter.search(name) or facts.is_output_buffer(write) or _numpy_only(write):
                     continue
                 if scope.name == "forward" and scope.is_method:
                     if write.callee is not None:

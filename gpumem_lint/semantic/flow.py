@@ -212,7 +212,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         state = State()
         for name, tensor in self.scope.params.items():
             storage = self._storage(("param", name), name, "param")
-            handle = self._handle(("param", name), storage, AliasKind.OWN, None, tensor=bool(tensor))
+            array = name in self.scope.array_places and tensor is False
+            handle = self._handle(("param", name), storage, AliasKind.OWN, None, tensor=bool(tensor), ndarray=array)
             if tensor and self.scope.name == "forward" and self.scope.is_method:
                 handle.grad = Grad.MAY  # a module's input: the previous layer's activations
             passed = self.passed.get(name)

@@ -31,6 +31,7 @@ class Scope:
     no_grad: bool = False  # decorated @torch.no_grad() / @torch.inference_mode()
     inplace_modules: dict[str, str] = field(default_factory=dict)  # "self.act" -> "torch.nn.ReLU" (inplace=True)
     tensor_places: set[str] = field(default_factory=set)  # used as receiver of a tensor-only method
+    array_places: set[str] = field(default_factory=set)  # receiver of an ndarray-only method: `box.astype(t)`
     string_keyed: set[str] = field(default_factory=set)  # names indexed by a string key: `inputs["positions"]`
     converts_arrays: bool = False  # calls `torch.from_numpy` (what it converts is read only then)
     #: Attributes assigned a tensor that cannot be a Parameter (`m.h = m.h.detach()`): `nn.Module` refuses
@@ -141,6 +142,8 @@ class ScopeCollector(Walker):
             and split_like_tensor(node)  # `h.split(1, dim=0)`
         ):
             self._note_tensor_place(func.value)
+        if isinstance(func, cst.Attribute) and func.attr.value in knowledge().array_copy_methods:
+            self._note_array_place(func.value)
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
             self._functions[-1].trains = True
         if self.imports.qualify(func) == "torch.from_numpy":
@@ -191,6 +194,17 @@ class ScopeCollector(Walker):
         place = dotted_name(node)
         if place is not None and not any(place.split(".", 1)[0] in names for names in self._comprehension_names):
             self._functions[-1].tensor_places.add(place)
+
+    def _note_array_place(self, node: cst.BaseExpression) -> None:
+        """`box.round().astype(np.int64)`: `box` holds a numpy array (torch tensors have no `astype`), unless
+        the chain converts a tensor on the way (`t.numpy().astype(...)`)."""
+        while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            if node.func.attr.value in knowledge().tensor_to_numpy_methods:
+                return
+            node = node.func.value
+        place = dotted_name(node)
+        if place is not None and not any(place.split(".", 1)[0] in names for names in self._comprehension_names):
+            self._functions[-1].array_places.add(place)
 
     def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
         self._comprehension_names.append(_comprehension_targets(node))
@@ -363,10 +377,13 @@ def _never_a_parameter(value: cst.BaseExpression) -> bool:
 
 def _parameter_kind(scope: Scope, name: str, annotated: bool | None) -> bool | None:
     """Whether a parameter holds a tensor: annotated so, or the receiver of a tensor-only method; not
-    when the function indexes it by a string key (`inputs["positions"]`: a mapping of tensors)."""
-    if annotated or name in scope.tensor_places:
+    when the function indexes it by a string key (`inputs["positions"]`: a mapping of tensors), or calls
+    a method torch tensors lack (`box.astype(t)`: a numpy array, whatever methods both share)."""
+    if annotated:
         return True
-    return False if name in scope.string_keyed else annotated
+    if name in scope.array_places or name in scope.string_keyed:
+        return False
+    return True if name in scope.tensor_places else annotated
 
 
 def _comprehension_targets(node) -> frozenset[str]:
