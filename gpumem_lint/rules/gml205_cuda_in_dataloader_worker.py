@@ -45,7 +45,8 @@ class CudaInDataloaderWorker(Rule):
       inherit the default device (F40).
 
     `num_workers` counts also when it comes in a `**kwargs` dict literal of the module
-    (`kwargs = {"num_workers": 1} if use_cuda else {}`).
+    (`kwargs = {"num_workers": 1} if use_cuda else {}`); a name every binding of which in the module
+    is the literal 0 (`num_workers = 0`, then `num_workers=num_workers`) starts none.
 
     Forked workers handed a dataset that holds CUDA tensors are GML203's.
 
@@ -117,6 +118,24 @@ class CudaInDataloaderWorker(Rule):
     triggers = ("DataLoader",)
     file_trigger = WORKER_LOADER
     VALID = (
+        # every binding of `num_workers` is 0: the batches are built in the main process
+        """
+from functools import partial
+
+import torch
+from torch.utils.data import DataLoader
+
+
+def collate(batch, device="cpu"):
+    return torch.stack(batch).to(device)
+
+
+def main(data, fast):
+    device = torch.device("cuda")
+    num_workers = 0
+    loader = DataLoader(data, batch_size=4, collate_fn=partial(collate, device=device), num_workers=num_workers)
+    return [batch.shape for batch in loader]
+""",
         # a method as `collate_fn` whose `self.device` its construction fills with the CPU
         """
 import torch
@@ -246,6 +265,29 @@ def main():
 """,
     )
     INVALID = (
+        # one binding of `num_workers` starts workers, which run the collate function
+        Invalid(
+            """
+from functools import partial
+
+import torch
+from torch.utils.data import DataLoader
+
+
+def collate(batch, device="cpu"):
+    return torch.stack(batch).to(device)
+
+
+def main(data, fast):
+    device = torch.device("cuda")
+    num_workers = 0
+    if fast:
+        num_workers = 4
+    loader = DataLoader(data, batch_size=4, collate_fn=partial(collate, device=device), num_workers=num_workers)
+    return [batch.shape for batch in loader]
+""",
+            (9,),
+        ),
         # the same method, given a CUDA device
         Invalid(
             """

@@ -23,6 +23,7 @@ import libcst as cst
 
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.literals import keyword
+from gpumem_lint.semantic.name_values import value_bindings
 from gpumem_lint.semantic.processes import START_METHODS
 from gpumem_lint.semantic.walk import Walker
 
@@ -139,6 +140,7 @@ WORKER_LOADER = re.compile(r"num_workers|DataLoader\s*\((?:(?:[^=(),]|\((?:[^()]
 def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
     collector = _Collector(imports)
     collector.walk(module)
+    zeros = _zero_names(module)
     classes: dict[str, DatasetClass] = {}
     changed = True
     while changed:  # subclasses of the module's own Dataset classes
@@ -157,7 +159,7 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
         dataset = keyword(call, "dataset") or (
             call.args[0].value if call.args and call.args[0].keyword is None else None
         )
-        starts = _starts_workers(call, collector.values)
+        starts = _starts_workers(call, collector.values, zeros)
         if starts:
             worker_loaders.append(WorkerLoader(call, dataset, _context_method(call), collector.owners.get(id(call))))
         cls = _dataset_class(dataset, classes, instances)
@@ -179,7 +181,7 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
                     name,
                 )
             )
-    worker_loaders += _subclass_loaders(collector, imports)
+    worker_loaders += _subclass_loaders(collector, imports, zeros)
     names = {node.name.value for node in collector.class_nodes}  # every class: a collate method's too
     constructions = {name: [c for c in collector.calls if dotted_name(c.func) == name] for name in names}
     return Datasets(classes, loaders, instances, worker_loaders, constructions, collector.values)
@@ -236,7 +238,7 @@ class _Collector(Walker):
                     self.loader_names[id(node.value)] = name
 
 
-def _subclass_loaders(collector: _Collector, imports: ImportTable) -> list[WorkerLoader]:
+def _subclass_loaders(collector: _Collector, imports: ImportTable, zeros: frozenset[str]) -> list[WorkerLoader]:
     """`class Masking(DataLoader)` whose `__init__` calls `super().__init__(dataset, collate_fn=...,
     **kwargs)`: that call makes the loader, and it starts workers when it says so or when a construction
     of the class does (`Masking(data, num_workers=4)`, passed on through `**kwargs`)."""
@@ -256,7 +258,7 @@ def _subclass_loaders(collector: _Collector, imports: ImportTable) -> list[Worke
         if owner.name.value not in subclasses:
             continue
         constructions = [c for c in collector.calls if dotted_name(c.func) == owner.name.value]
-        if not any(_starts_workers(made, collector.values) for made in (call, *constructions)):
+        if not any(_starts_workers(made, collector.values, zeros) for made in (call, *constructions)):
             continue
         first = call.args[0].value if call.args and call.args[0].keyword is None else None
         dataset = keyword(call, "dataset") or first
@@ -345,10 +347,11 @@ def _dataset_class(node: cst.BaseExpression | None, classes: dict, instances: di
     return instances.get(name) if name is not None else None
 
 
-def _starts_workers(call: cst.Call, values: dict[str, cst.BaseExpression]) -> bool:
-    """`num_workers=4`, `num_workers=args.workers`: workers unless the literal 0 (or absent); also
-    `**kwargs` of a dict literal the module assigns with such a `"num_workers"` (either side of an
-    `if`-expression: `{"num_workers": 1} if use_cuda else {}`)."""
+def _starts_workers(call: cst.Call, values: dict[str, cst.BaseExpression], zeros: frozenset[str]) -> bool:
+    """`num_workers=4`, `num_workers=args.workers`: workers unless the literal 0, a name every binding of
+    which in the module is the literal 0 (`num_workers = 0`), or absent; also `**kwargs` of a dict literal
+    the module assigns with such a `"num_workers"` (either side of an `if`-expression:
+    `{"num_workers": 1} if use_cuda else {}`)."""
     workers = keyword(call, "num_workers")
     if workers is None:
         positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
@@ -358,11 +361,21 @@ def _starts_workers(call: cst.Call, values: dict[str, cst.BaseExpression]) -> bo
     if workers is None:
         spread = [values.get(dotted_name(arg.value) or "") for arg in call.args if arg.star == "**"]
         return any(_dict_starts_workers(value) for value in spread)
-    return _nonzero(workers)
+    return _nonzero(workers) and not (isinstance(workers, cst.Name) and workers.value in zeros)
 
 
 def _nonzero(workers: cst.BaseExpression) -> bool:
     return not (isinstance(workers, cst.Integer) and int(workers.value) == 0)
+
+
+def _zero_names(module: cst.Module) -> frozenset[str]:
+    """Names every binding of which, anywhere in the module, is the literal 0 (a parameter, a loop target or
+    any other binding of the name makes it unknown)."""
+    return frozenset(
+        name
+        for name, bindings in value_bindings(module).items()
+        if bindings and all(isinstance(value, cst.Integer) and int(value.value) == 0 for value in bindings)
+    )
 
 
 def _dict_starts_workers(value: cst.BaseExpression | None) -> bool:
