@@ -6,6 +6,7 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Severity
+from gpumem_lint.knowledge import knowledge
 from gpumem_lint.knowledge.memory_api import memory_api
 from gpumem_lint.rules._test_files import is_test_file
 from gpumem_lint.rules.base import Invalid, Report, Rule
@@ -21,7 +22,10 @@ class EmptyCacheEveryStep(Rule):
     directly or through a function of the module, or a method of the same class (`self.training_step(batch)`),
     that the loop calls unconditionally and that calls it unconditionally.
     Calls under an `if` (every N steps, on OOM), in an outer per-epoch loop, or in test modules are
-    not reported.
+    not reported, nor a loop each pass of which builds what it then calls (`model = Net(width)`, then
+    `model(x)`: a search for the largest batch, a benchmark of sizes), whose passes are trials of
+    their own rather than steps of one training; a `torch.nn` module without parameters
+    (`criterion = nn.CrossEntropyLoss()`) is not a model.
 
     ## Why is this bad?
     `empty_cache()` frees no memory that tensors hold: it returns the allocator's *cached, unused*
@@ -72,6 +76,27 @@ class EmptyCacheEveryStep(Rule):
     # running a training step are kept for their loops.
     scope_triggers = (re.compile(r"empty_cache"), re.compile(r"\.(?:backward|step)\s*\("))
     VALID = (
+        # each pass builds and runs a model of its own, at another batch size: trials, not training steps
+        """
+import torch
+from torch import nn
+
+
+def largest_batch(width, device):
+    low, high = 1, 4096
+    while low <= high:
+        batch = (low + high) // 2
+        try:
+            model = nn.Sequential(nn.Linear(width, width), nn.ReLU()).to(device)
+            loss = model(torch.randn(batch, width, device=device)).sum()
+            loss.backward()
+            low = batch + 1
+            del model, loss
+            torch.cuda.empty_cache()
+        except torch.cuda.OutOfMemoryError:
+            high = batch - 1
+    return high
+""",
         """
 import torch
 
@@ -114,6 +139,24 @@ class Trainer:
 """,
     )
     INVALID = (
+        # a loss module made each pass is a function of its inputs: the model is the same every step
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+def train(model, optimizer, loader):
+    for inputs, labels in loader:
+        criterion = nn.CrossEntropyLoss()
+        loss = criterion(model(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        torch.cuda.empty_cache()
+""",
+            (13,),
+        ),
         Invalid(
             """
 import torch
@@ -261,6 +304,8 @@ class _Loop:
     conditional: int = 0  # depth of if/except inside this loop
     #: unconditional empty_cache() calls, each with the helper call that reaches it (None: in the loop)
     calls: list[tuple[cst.Call, cst.Call | None]] = field(default_factory=list)
+    made: set[str] = field(default_factory=set)  # names a pass binds to what a call makes (`model = Net(cfg)`)
+    trials: bool = False  # a pass calls what it made: each pass builds and runs its own model
 
 
 class _LoopFinder(Walker):
@@ -277,7 +322,7 @@ class _LoopFinder(Walker):
 
     def _leave_loop(self, node) -> None:
         loop = self.loops.pop()
-        if loop is not None and loop.step is not None:
+        if loop is not None and loop.step is not None and not loop.trials:
             self.found.extend((call, loop.step, through) for call, through in loop.calls)
 
     visit_For = visit_While = _enter_loop
@@ -311,10 +356,26 @@ class _LoopFinder(Walker):
     visit_If = visit_IfExp = visit_ExceptHandler = visit_BooleanOperation = _enter_condition
     leave_If = leave_IfExp = leave_ExceptHandler = leave_BooleanOperation = _leave_condition
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        loop = self.loops[-1]
+        if loop is not None and isinstance(node.value, cst.Call) and not self._parameter_free(node.value):
+            loop.made.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+
+    def _parameter_free(self, call: cst.Call) -> bool:
+        """`nn.CrossEntropyLoss()`: a torch.nn module without parameters, a function of its inputs."""
+        while isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
+            call = call.func.value  # `nn.MSELoss().to(device)`
+        qualified, k = self.imports.qualify(call.func) or "", knowledge()
+        if qualified in k.container_modules:
+            return False  # `nn.Sequential(nn.Linear(...))`: its layers' parameters
+        return qualified.startswith("torch.nn.") and not k.module_parameters.get(qualified, True)
+
     def visit_Call(self, node: cst.Call) -> None:
         loop = self.loops[-1]
         if loop is None:
             return
+        if isinstance(node.func, cst.Name) and node.func.value in loop.made:
+            loop.trials = True  # `model = Net(width).cuda()`, then `model(x)`: a trial per pass, not a step
         if self.imports.qualify(node.func) in self.functions:
             if not loop.conditional:
                 loop.calls.append((node, None))
