@@ -345,9 +345,9 @@ if __name__ == "__main__":
             reported.add(id(iteration))
             yield Report(
                 iteration,
-                f"iterating `{ctx.code(iteration)}` starts the workers of the DataLoader at line "
-                f"{ctx.line(loader.node)} from top-level code with {pickling_method_text(method)}: each worker "
-                "re-imports this module, re-runs this loop and fails with `RuntimeError`",
+                f"`{ctx.code(iteration)}` starts the workers of the DataLoader at line {ctx.line(loader.node)} "
+                f"from top-level code with {pickling_method_text(method)}: each re-imports this module, re-runs "
+                "this loop and fails with `RuntimeError`",
                 fix=_guard_the_rest(ctx, iteration),
             )
 

@@ -140,6 +140,9 @@ def encode(chunk):
 def encode_all(chunks):
     with ThreadPoolExecutor(4) as pool:
         return list(pool.map(encode, chunks))
+
+
+print(torch.get_num_threads())
 """,
             (7,),
             fixed="""
@@ -158,7 +161,11 @@ def encode(chunk):
 def encode_all(chunks):
     with ThreadPoolExecutor(4) as pool:
         return list(pool.map(encode, chunks))
+
+
+print(torch.get_num_threads())
 """,
+            prints="1",
         ),
         Invalid(
             """
