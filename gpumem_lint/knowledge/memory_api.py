@@ -36,6 +36,7 @@ class MemoryApi:
     host_loader_packages: tuple[str, ...]  # whose classes' loaders those are: "transformers", "diffusers"
     placement_keywords: frozenset[str]
     moving_methods: frozenset[str]  # `model.to("cuda")`: the object itself moves
+    keepers: dict[str, frozenset[str]]  # a class -> its methods whose arguments its objects keep
 
 
 @cache
@@ -62,4 +63,5 @@ def memory_api() -> MemoryApi:
         host_loader_packages=tuple(f"{package}." for package in data["host_memory"]["loader_packages"]),
         placement_keywords=frozenset(data["host_memory"]["placement_keywords"]),
         moving_methods=frozenset(data["host_memory"]["moving_methods"]),
+        keepers={name: frozenset(methods) for name, methods in data["keepers"].items()},
     )

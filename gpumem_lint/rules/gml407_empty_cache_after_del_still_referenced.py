@@ -15,7 +15,9 @@ class EmptyCacheAfterDelStillReferenced(Rule):
     `x`'s memory: a name or attribute bound to it (`self.last = x`), a list or dict made in the same
     function that holds it (`outputs.append(x)`, `{"model": x}`), a view or alias of it (`x[0]`,
     `x.view(...)`, `x.detach()`, `x.numpy()`, `x.state_dict()`), or an optimizer built directly from
-    `x.parameters()`. A container holding one item of `x` (`{k: x[k]}`) keeps only that item. Memory
+    `x.parameters()`, or an object that keeps what it is given (a Lightning `Trainer` after
+    `trainer.fit(x)`, an accelerate `Accelerator` after `prepare(x)`: `memory_api.toml` [keepers],
+    from their source). A container holding one item of `x` (`{k: x[k]}`) keeps only that item. Memory
     known to be on the host (`t.cpu()`, `torch.load(f, map_location="cpu")`, a transformers or diffusers
     `from_pretrained(...)` given no `device_map=` or `device=` and not moved since, what such an object
     holds, a function of this file every `return` of which gives such memory) is not judged: the CUDA
@@ -81,6 +83,20 @@ class EmptyCacheAfterDelStillReferenced(Rule):
     # The `del` and the `empty_cache()` call it precedes lie in one scope.
     scope_triggers = (re.compile(r"empty_cache"),)
     VALID = (
+        # the trainer that kept the model goes too
+        """
+import lightning.pytorch as pl
+import torch
+
+
+def sweep(make_model, loader, widths):
+    for width in widths:
+        model = make_model(width)
+        trainer = pl.Trainer(accelerator="gpu", devices=1, max_epochs=1)
+        trainer.fit(model, loader)
+        del model, trainer
+        torch.cuda.empty_cache()
+""",
         """
 import torch
 
@@ -223,6 +239,23 @@ def reshard(paths):
 """,
     )
     INVALID = (
+        # the trainer keeps the model it fitted (`trainer.lightning_module`)
+        Invalid(
+            """
+import lightning.pytorch as pl
+import torch
+
+
+def sweep(make_model, loader, widths):
+    for width in widths:
+        model = make_model(width)
+        trainer = pl.Trainer(accelerator="gpu", devices=1, max_epochs=1)
+        trainer.fit(model, loader)
+        del model
+        torch.cuda.empty_cache()
+""",
+            (11,),
+        ),
         Invalid(
             """
 import torch

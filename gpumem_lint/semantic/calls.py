@@ -109,6 +109,12 @@ class CallSemantics:
             return crossing
         if qualified is not None and (qualified.startswith(("torch.", "numpy.")) or qualified in _IDENTITY_FUNCTIONS):
             return self._library_call(node, qualified, args, state)
+        keeps = memory_api().keepers.get(qualified or "")
+        if keeps is not None:  # `pl.Trainer(...)`: its `fit(model)` keeps the model
+            made = self._fresh_value(node)
+            for handle in made.handles:
+                handle.keeps = keeps
+            return made
         if qualified is not None and attribute:
             return self._fresh_value(node)  # `sympy.expand(e)`, `math.sqrt(x)`: another library's function
         if receiver is not None:
@@ -223,6 +229,10 @@ class CallSemantics:
     def _method_call(self, node: cst.Call, method: str, receiver: Value, args: list[Value], state: State) -> Value:
         k = self.k
         array = self._is_array(receiver)
+        place = dotted_name(node.func.value)
+        if place is not None and args and any(method in handle.keeps for handle in receiver.handles):
+            self._hold(place, frozenset().union(*(arg.handles for arg in args)), node, state)  # `trainer.fit(model)`
+            return EMPTY
         if method == "backward":
             # `loss.backward()`, but `fabric.backward(loss)` / `accelerator.backward(loss)`.
             positional = [arg.value for arg in node.args if arg.keyword is None]

@@ -98,8 +98,8 @@ def _holder(deleted_handle: Handle, state: State, deleted) -> tuple[str, Handle]
             if handle.role is None and not _item(handle) and _refers(handle, storages):
                 return place, handle
     for place, held in state.held.items():
-        if state.env.get(place):
-            continue  # an object of unknown class (`meter.add(x)` may keep a sum, not x)
+        if state.env.get(place) and not any(handle.keeps for handle in state.env[place]):
+            continue  # an object of unknown class (`meter.add(x)` may keep a sum, not x); a keeper keeps x
         for handle in held:
             if not _item(handle) and _refers(handle, storages):
                 return place, handle

@@ -130,6 +130,8 @@ class Handle:
     blank: bool = False  # an alias made while its memory held no values yet: it has no old ones to keep
     #: The ops (saved.py `Saving`) it was computed through that kept tensors: a backward of it runs them.
     graph: frozenset = frozenset()
+    #: An object that keeps what these methods of it are given (`trainer.fit(model)`): memory_api.toml [keepers].
+    keeps: frozenset[str] = frozenset()
 
     def grad_leaf(self) -> Handle | None:
         """The leaf requiring grad that this handle is, or is a view of (not through
