@@ -477,3 +477,14 @@ def test_f51_a_parameter_name_refuses_a_plain_tensor(plain):
     assert not isinstance(module.hidden, nn.Parameter)
     assert all(p is not module.hidden for p in module.parameters())
     assert "hidden" not in module.state_dict()
+
+
+def test_f52_numpy_computes_a_boolean_self_index_before_it_writes_and_torch_refuses_it():
+    array = np.array([True, False, True, True])
+    kept = array[array]
+    kept[0] = False
+    array[array] = kept
+    assert array.tolist() == [False, False, True, True]
+    mask = torch.tensor([True, False, True, True])
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        mask[mask] = mask[mask].clone()

@@ -28,7 +28,8 @@ class InplaceWriteOverlappingMemory(Rule):
     Only overlaps the syntax proves are reported: two slices of one dimension, one the other
     moved by less than their length (`[:-n]` and `[n:]`, `[0:9]` and `[1:10]`, `[0:k - 1]` and
     `[1:k]`: bounds that are sums of names and integers), every other dimension indexed alike. Overlaps through `narrow`, `view`
-    or computed bounds are not followed.
+    or computed bounds are not followed. A numpy array indexed by itself is not reported: numpy
+    computes the index before it writes ([docs/facts.md](../docs/facts.md) F52).
 
     ## Example
     ```python
@@ -60,6 +61,15 @@ class InplaceWriteOverlappingMemory(Rule):
     triggers = ("torch", "numpy")
     scope_triggers = WRITES
     VALID = (
+        # a numpy mask written through itself: numpy computes the index before it writes (F52)
+        """
+import numpy as np
+
+keep = np.ones(6).astype(bool)
+survivors = keep[keep]
+survivors[[0, 2]] = False
+keep[keep] = survivors
+""",
         # two slices of one length apart by more than that length share nothing
         """
 import torch

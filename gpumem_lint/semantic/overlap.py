@@ -45,10 +45,11 @@ class OverlapSemantics:
                         self.overlaps.setdefault(id(node), Overlap(node, source_node, "shift"))
 
     def _check_self_index(self, node: cst.Subscript, container: Value, index: list[tuple[cst.CSTNode, Value]]) -> None:
-        """`idx[idx] = v`: the tensor indexes itself (the same name, bound to the same memory)."""
+        """`idx[idx] = v`: the tensor indexes itself (the same name, bound to the same memory). A numpy
+        array may: numpy computes the index before it writes (measured: `a[a] = b` runs as meant)."""
         container_text = self._code(node.value)
         for index_node, value in index:
-            if self._code(index_node) != container_text or not (value.tensor or value.ndarray):
+            if self._code(index_node) != container_text or not value.tensor or value.ndarray:
                 continue
             if any(h.storage is c.storage for h in value.handles for c in container.handles):
                 self.overlaps.setdefault(id(node), Overlap(node, index_node, "index"))
