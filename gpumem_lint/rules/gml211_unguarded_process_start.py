@@ -388,8 +388,10 @@ class _Passes(Walker):
             self._iterated(node)
 
     def _iterated(self, node: cst.BaseExpression) -> None:
-        """The loader itself, or a call that iterates its argument (`enumerate(loader)`, `tqdm(loader)`)."""
-        named = node.args[0].value if isinstance(node, cst.Call) and node.args else node
+        """The loader itself, or calls that iterate their first argument (`enumerate(tqdm(loader))`)."""
+        named = node
+        while isinstance(named, cst.Call) and named.args:
+            named = named.args[0].value
         if isinstance(named, cst.Name) and named.value in self.loaders:
             self.found.append((node, self.loaders[named.value]))
 

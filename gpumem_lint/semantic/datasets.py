@@ -365,7 +365,7 @@ def _starts_workers(call: cst.Call, values: dict[str, cst.BaseExpression], zeros
 
 
 def _nonzero(workers: cst.BaseExpression) -> bool:
-    return not (isinstance(workers, cst.Integer) and int(workers.value) == 0)
+    return not (isinstance(workers, cst.Integer) and workers.evaluated_value == 0)
 
 
 def _zero_names(module: cst.Module) -> frozenset[str]:
@@ -374,7 +374,7 @@ def _zero_names(module: cst.Module) -> frozenset[str]:
     return frozenset(
         name
         for name, bindings in value_bindings(module).items()
-        if bindings and all(isinstance(value, cst.Integer) and int(value.value) == 0 for value in bindings)
+        if bindings and all(isinstance(value, cst.Integer) and value.evaluated_value == 0 for value in bindings)
     )
 
 

@@ -168,7 +168,7 @@ class GradSemantics:
             return Value(frozenset({handle}))
         if not sequence.layers or not isinstance(index, cst.Index) or not isinstance(index.value, cst.Integer):
             return None
-        position = int(index.value.value)
+        position = index.value.evaluated_value
         if position >= len(sequence.layers) or sequence.layers[position] is None:
             return None
         storage = self._storage(

@@ -169,7 +169,7 @@ def _plain_integer(index: cst.BaseSlice) -> bool:
 
 def _integer(node: cst.BaseExpression) -> int | None:
     if isinstance(node, cst.Integer):
-        return int(node.value)
+        return node.evaluated_value
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
         inner = _integer(node.expression)
         return None if inner is None else -inner
