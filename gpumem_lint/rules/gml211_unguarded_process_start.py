@@ -16,6 +16,7 @@ from gpumem_lint.rules._boundaries import (
 )
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.datasets import WORKER_LOADER, WorkerLoader
+from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.processes import PROCESS_CROSSING
 from gpumem_lint.semantic.reimport import skipped_on_reimport
 from gpumem_lint.semantic.walk import NodeIds, Walker
@@ -372,6 +373,15 @@ def _loader_passes(ctx: FileContext) -> Iterator[tuple[cst.BaseExpression, Worke
         yield from finder.found
 
 
+#: Calls that iterate their first argument (or hand its items on, to be iterated).
+_ITERATING = frozenset({"iter", "list", "tuple", "enumerate", "zip", "tqdm", "islice", "sorted"})
+
+
+def _last_name(func: cst.BaseExpression) -> str | None:
+    name = dotted_name(func)
+    return name.rsplit(".", 1)[-1] if name is not None else None
+
+
 class _Passes(Walker):
     def __init__(self, loaders: dict[str, WorkerLoader]) -> None:
         self.loaders = loaders
@@ -385,12 +395,13 @@ class _Passes(Walker):
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value in ("iter", "list") and node.args:
-            self._iterated(node)
+            self._iterated(node)  # `next(iter(loader))`, `list(loader)` outside a `for`
 
     def _iterated(self, node: cst.BaseExpression) -> None:
-        """The loader itself, or calls that iterate their first argument (`enumerate(tqdm(loader))`)."""
+        """The loader itself, or calls that iterate their first argument (`enumerate(tqdm(loader))`);
+        `len(loader)` does not."""
         named = node
-        while isinstance(named, cst.Call) and named.args:
+        while isinstance(named, cst.Call) and named.args and _last_name(named.func) in _ITERATING:
             named = named.args[0].value
         if isinstance(named, cst.Name) and named.value in self.loaders:
             self.found.append((node, self.loaders[named.value]))
