@@ -65,8 +65,13 @@ def test_called_only_under_an_importers_no_grad(tmp_path: Path):
         # the name used other than by calling it: called from anywhere
         ("hooks.py", "from blocks import Block\n\nHOOKS = [Block.load_from]\n"),
         # a `no_grad` that ends before the call
-        ("after.py", "import torch\nfrom blocks import Block\n\ndef f(b, w):\n    with torch.no_grad():\n"
-         "        pass\n    b.load_from(w)\n"),
+        (
+            "after.py",
+            (
+                "import torch\nfrom blocks import Block\n\ndef f(b, w):\n    with torch.no_grad():\n"
+                "        pass\n    b.load_from(w)\n"
+            ),
+        ),
     ],
 )
 def test_a_call_with_grad_on_keeps_the_finding(tmp_path: Path, name: str, text: str):
@@ -90,7 +95,9 @@ def test_calls_two_imports_away_are_not_read(tmp_path: Path):
 
 def test_a_decorated_caller_and_set_grad_enabled(tmp_path: Path):
     decorated = "import torch\nfrom blocks import Block\n\n@torch.no_grad()\ndef load(b, w):\n    b.load_from(w)\n"
-    setter = "import torch\nfrom blocks import Block\n\ndef load(b, w):\n    with torch.set_grad_enabled(False):\n" \
-             "        b.load_from(w)\n"
+    setter = (
+        "import torch\nfrom blocks import Block\n\ndef load(b, w):\n    with torch.set_grad_enabled(False):\n"
+        "        b.load_from(w)\n"
+    )
     source = _project(tmp_path, {"a.py": decorated, "b.py": setter})
     assert _gml108(source) == []

@@ -1128,8 +1128,12 @@ def _confirmed_calls(ctx: FileContext) -> dict[tuple[str, str], tuple[cst.CSTNod
             # A module's `forward` passing on its own input: the module's caller holds that tensor.
             held = read is not None or (forward and write.storage.origin == "param")
             # Under no_grad (an optimizer step, an update) mutating the argument is the point.
-            if write.callee is not None and held and not write.no_grad and not _prepared(facts, write) and not (
-                _numpy_only(write)
+            if (
+                write.callee is not None
+                and held
+                and not write.no_grad
+                and not _prepared(facts, write)
+                and not _numpy_only(write)
             ):
                 key, dropped = (write.callee, write.parameter), id(write.node) in facts.dropped
                 if key not in confirmed or confirmed[key][2] and not dropped:

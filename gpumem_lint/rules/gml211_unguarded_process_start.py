@@ -364,7 +364,9 @@ def _loader_passes(ctx: FileContext) -> Iterator[tuple[cst.BaseExpression, Worke
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 if isinstance(small, cst.Assign) and id(small.value) in made:
-                    names.update((t.target.value, made[id(small.value)]) for t in small.targets if isinstance(t.target, cst.Name))
+                    names.update(
+                        (t.target.value, made[id(small.value)]) for t in small.targets if isinstance(t.target, cst.Name)
+                    )
     if names:
         finder = _Passes(names)
         for statement in ctx.module.body:
