@@ -109,6 +109,22 @@ class InplaceWriteOnArgument(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # each pass normalises another row: `maps[i + 1]` moves with `i`, and no pass reads a row it wrote
+        """
+import torch
+
+
+def normalise(image, attention):
+    attention -= attention.min()
+    attention /= attention.max()
+    return attention * image
+
+
+def show(image, tokens):
+    maps = torch.rand(len(tokens) + 1, 16)
+    for i, token in enumerate(tokens):
+        print(token, normalise(image, maps[i + 1]).sum())
+""",
         # `astype`, which torch tensors lack: the function is given a numpy array
         """
 import numpy as np
@@ -582,6 +598,42 @@ def decode(layers, hidden):
 """,
     )
     INVALID = (
+        # the row one pass normalises is the row the next pass reads as `maps[i]`
+        Invalid(
+            """
+import torch
+
+
+def normalise(image, attention):
+    attention -= attention.min()
+    attention /= attention.max()
+    return attention * image
+
+
+def show(image, tokens):
+    maps = torch.rand(len(tokens) + 1, 16)
+    for i, token in enumerate(tokens):
+        before = maps[i].sum()
+        print(token, before, normalise(image, maps[i + 1]).sum())
+""",
+            (6, 7),
+            fixed="""
+import torch
+
+
+def normalise(image, attention):
+    attention = attention - attention.min()
+    attention = attention / attention.max()
+    return attention * image
+
+
+def show(image, tokens):
+    maps = torch.rand(len(tokens) + 1, 16)
+    for i, token in enumerate(tokens):
+        before = maps[i].sum()
+        print(token, before, normalise(image, maps[i + 1]).sum())
+""",
+        ),
         # the caller's box is a tensor: the second crop reads the first one's clipping
         Invalid(
             """

@@ -51,9 +51,19 @@ def dimensions(index: str) -> list[str] | None:
 
 
 def indexes_by(index: str, names: frozenset[str]) -> bool:
-    """Whether some dimension of the index text is exactly one of `names` (`_[i, :n]` by `i`): two
-    values of that name select elements apart, whatever the other dimensions take."""
-    return bool(index_names(index) & names) and any(part in names for part in dimensions(index) or ())
+    """Whether some dimension of the index text is one of `names`, or one of them moved by an integer
+    (`_[i, :n]`, `_[i + 1]` by `i`): two values of that name select elements apart, whatever the other
+    dimensions take."""
+    return bool(index_names(index) & names) and any(_offset_of(part) in names for part in dimensions(index) or ())
+
+
+_OFFSET = re.compile(r"^\(?\s*(?:(\w+)\s*[-+]\s*\d+|\d+\s*\+\s*(\w+))\s*\)?$")
+
+
+def _offset_of(part: str) -> str:
+    """`i + 1`, `i - 2`, `1 + i` -> `i`: the name an integer offset moves; any other text as it is."""
+    match = _OFFSET.match(part)
+    return (match.group(1) or match.group(2)) if match else part
 
 
 def integer_count(node: cst.Subscript) -> int | None:
