@@ -479,6 +479,15 @@ def test_f51_a_parameter_name_refuses_a_plain_tensor(plain):
     assert "hidden" not in module.state_dict()
 
 
+def test_f52_numpy_copies_an_overlapping_slice_first_and_torch_on_the_cpu_does_not():
+    array = np.arange(9).reshape(3, 3)
+    array[:, 1:] = array[:, :-1]
+    assert array.tolist() == [[0, 0, 1], [3, 3, 4], [6, 6, 7]]
+    tensor = torch.arange(9).reshape(3, 3)
+    tensor[:, 1:] = tensor[:, :-1]  # the strided case torch's overlap check cannot see (F24)
+    assert tensor.tolist() != [[0, 0, 1], [3, 3, 4], [6, 6, 7]]
+
+
 def test_f52_numpy_computes_a_boolean_self_index_before_it_writes_and_torch_refuses_it():
     array = np.array([True, False, True, True])
     kept = array[array]

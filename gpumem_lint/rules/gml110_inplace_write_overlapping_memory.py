@@ -28,8 +28,8 @@ class InplaceWriteOverlappingMemory(Rule):
     Only overlaps the syntax proves are reported: two slices of one dimension, one the other
     moved by less than their length (`[:-n]` and `[n:]`, `[0:9]` and `[1:10]`, `[0:k - 1]` and
     `[1:k]`: bounds that are sums of names and integers), every other dimension indexed alike. Overlaps through `narrow`, `view`
-    or computed bounds are not followed. A numpy array indexed by itself is not reported: numpy
-    computes the index before it writes ([docs/facts.md](../docs/facts.md) F52).
+    or computed bounds are not followed. numpy's own writes are not reported: numpy copies an
+    overlapping source first, and computes a self-index before it writes ([docs/facts.md](../docs/facts.md) F52).
 
     ## Example
     ```python
@@ -61,6 +61,13 @@ class InplaceWriteOverlappingMemory(Rule):
     triggers = ("torch", "numpy")
     scope_triggers = WRITES
     VALID = (
+        # numpy copies an overlapping source first (F52): the columns shift as written
+        """
+import numpy as np
+
+grid = np.arange(9).reshape(3, 3)
+grid[:, 1:] = grid[:, :-1]
+""",
         # a numpy mask written through itself: numpy computes the index before it writes (F52)
         """
 import numpy as np

@@ -232,7 +232,6 @@ class CallSemantics:
         place = dotted_name(node.func.value)
         if place is not None and args and any(method in handle.keeps for handle in receiver.handles):
             self._hold(place, frozenset().union(*(arg.handles for arg in args)), node, state)  # `trainer.fit(model)`
-            return EMPTY
         if method == "backward":
             # `loss.backward()`, but `fabric.backward(loss)` / `accelerator.backward(loss)`.
             positional = [arg.value for arg in node.args if arg.keyword is None]
@@ -314,10 +313,11 @@ class CallSemantics:
         if method in k.multi_view_methods and (array or method in k.tensor_only_methods or split_like_tensor(node)):
             return self._alias(receiver, node, AliasKind.MULTI_VIEW, tensor=True)
         if array or method in k.tensor_only_methods:
+            tensor = None if receiver.ndarray else True  # `a.reshape(3, 3)` of a numpy array is an array's view
             if method in k.expand_methods and (node.args or array):
                 return self._alias(receiver, node, AliasKind.EXPAND, tensor=True)
             if method in k.view_methods:
-                return self._alias(receiver, node, AliasKind.VIEW, partial=method in self.k.partial_views, tensor=True)
+                return self._alias(receiver, node, AliasKind.VIEW, partial=method in self.k.partial_views, tensor=tensor)
         if method in k.python_value_results:
             return self._python_value(node)  # `scores = scores.tolist()`: numbers, none of the tensor's memory
         tensor = (
@@ -325,6 +325,8 @@ class CallSemantics:
             or method in k.may_alias_methods
             or (array and method in k.tensor_functions)
         )
+        if tensor and receiver.ndarray and not receiver.tensor:
+            return self._fresh_value(node, ndarray=True)  # `a.reshape(3, 3)`, `a.sum(0)`: numpy's methods give arrays
         return Value(frozenset({self._fresh(node, "", EMPTY, tensor=tensor)}), tensor=tensor)
 
     def _library_call(self, node: cst.Call, qualified: str, args: list[Value], state: State) -> Value:

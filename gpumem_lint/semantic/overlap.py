@@ -37,9 +37,12 @@ class OverlapSemantics:
     def _check_overlap(
         self, node: cst.CSTNode, destination: Value, sources: list[tuple[cst.CSTNode, Value]], index: str | None = None
     ) -> None:
-        """A write to `destination` (at `index`, for `x[...] = v`) reading `sources`."""
+        """A write to `destination` (at `index`, for `x[...] = v`) reading `sources`. numpy's own writes
+        are left alone: numpy copies an overlapping source first (F52)."""
         for source_node, source in sources:
             for written in destination.handles:
+                if written.ndarray:
+                    continue
                 for read in source.handles:
                     if read.storage is written.storage and _shifted(index or written.index, read.index):
                         self.overlaps.setdefault(id(node), Overlap(node, source_node, "shift"))
