@@ -120,6 +120,30 @@ values[idx] = idx.float()
 """,
     )
     INVALID = (
+        # `len(prices) - 1` is the end less one: the divisor is the written slice moved by one
+        Invalid(
+            """
+import torch
+
+
+def step_ratios(series):
+    prices = series.clone()
+    prices[1:] /= prices[: len(prices) - 1]
+    prices[0] = 1.0
+    return prices
+""",
+            (7,),
+            fixed="""
+import torch
+
+
+def step_ratios(series):
+    prices = series.clone()
+    prices[1:] /= prices[: len(prices) - 1].clone()
+    prices[0] = 1.0
+    return prices
+""",
+        ),
         # a tensor attribute, shifted by one step along dimension 1 with both bounds written out
         Invalid(
             """

@@ -317,7 +317,8 @@ class CallSemantics:
             if method in k.expand_methods and (node.args or array):
                 return self._alias(receiver, node, AliasKind.EXPAND, tensor=True)
             if method in k.view_methods:
-                return self._alias(receiver, node, AliasKind.VIEW, partial=method in self.k.partial_views, tensor=tensor)
+                partial = method in self.k.partial_views
+                return self._alias(receiver, node, AliasKind.VIEW, partial=partial, tensor=tensor)
         if method in k.python_value_results:
             return self._python_value(node)  # `scores = scores.tolist()`: numbers, none of the tensor's memory
         tensor = (

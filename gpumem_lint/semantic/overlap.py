@@ -39,12 +39,14 @@ class OverlapSemantics:
     ) -> None:
         """A write to `destination` (at `index`, for `x[...] = v`) reading `sources`. numpy's own writes
         are left alone: numpy copies an overlapping source first (F52)."""
+        container = _container(node)
+        length = f"len({self._code(container)})" if container is not None else None
         for source_node, source in sources:
             for written in destination.handles:
                 if written.ndarray:
                     continue
                 for read in source.handles:
-                    if read.storage is written.storage and _shifted(index or written.index, read.index):
+                    if read.storage is written.storage and _shifted(index or written.index, read.index, length):
                         self.overlaps.setdefault(id(node), Overlap(node, source_node, "shift"))
 
     def _check_self_index(self, node: cst.Subscript, container: Value, index: list[tuple[cst.CSTNode, Value]]) -> None:
@@ -58,8 +60,18 @@ class OverlapSemantics:
                 self.overlaps.setdefault(id(node), Overlap(node, index_node, "index"))
 
 
-def _shifted(written: str | None, read: str | None) -> bool:
-    """`x[:-n]` and `x[n:]` of one storage, other dimensions indexed alike: they overlap."""
+def _container(node: cst.CSTNode) -> cst.BaseExpression | None:
+    """The tensor a write indexes: `x` of `x[1:] = v`, `x[1:] /= v`, `x[1:].copy_(v)`."""
+    if isinstance(node, cst.AugAssign):
+        node = node.target
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        node = node.func.value
+    return node.value if isinstance(node, cst.Subscript) else None
+
+
+def _shifted(written: str | None, read: str | None, length: str | None = None) -> bool:
+    """`x[:-n]` and `x[n:]` of one storage, other dimensions indexed alike: they overlap. `length`:
+    the text of the tensor's length (`len(x)`), which a bound may use for the end (`x[:len(x) - 1]`)."""
     if written is None or read is None or written == read:
         return False
     mine, theirs = dimensions(written), dimensions(read)
@@ -69,13 +81,13 @@ def _shifted(written: str | None, read: str | None) -> bool:
     if len(differing) != 1:
         return False
     ((a, b),) = differing
-    return _shift_pair(a, b) or _shift_pair(b, a)
+    return _shift_pair(a, b, length) or _shift_pair(b, a, length)
 
 
-def _shift_pair(head: str, tail: str) -> bool:
+def _shift_pair(head: str, tail: str, length: str | None = None) -> bool:
     """Two slices of one dimension, one the other moved by a nonzero offset, that share elements:
     `:-n` and `n:`, `0:9` and `1:10`, `0:(k - 1)` and `1:k`, `:, :-d` and `:, d:` (with one step)."""
-    first, second = _slice(head), _slice(tail)
+    first, second = _slice(head, length), _slice(tail, length)
     if first is None or second is None or first[2] != second[2]:
         return False
     (low, high, step), (other_low, other_high, _) = first, second
@@ -93,10 +105,10 @@ def _shift_pair(head: str, tail: str) -> bool:
 
 #: A slice bound as a sum of names times integers, `""` the constant and `_END` the dimension's length.
 Linear = dict[str, int]
-_END = "<len>"
+_END = "_dimension_length_"  # a name no program uses, so that `len(x)` can be written as it
 
 
-def _slice(part: str) -> tuple[Linear, Linear, str] | None:
+def _slice(part: str, length: str | None = None) -> tuple[Linear, Linear, str] | None:
     """`1:n - 1` -> its start and stop as linear forms, and its step's text (`""` for 1). An open start
     is 0, an open stop the length; a bound written with a leading minus counts from the end."""
     pieces = part.split(":")
@@ -105,7 +117,7 @@ def _slice(part: str) -> tuple[Linear, Linear, str] | None:
     step = pieces[2].strip() if len(pieces) == 3 else ""
     bounds = []
     for text, open_value in ((pieces[0].strip(), {}), (pieces[1].strip(), {_END: 1})):
-        value = _linear(text) if text else open_value
+        value = _linear(text.replace(length, _END) if length else text) if text else open_value
         if value is None:
             return None
         if text.startswith("-"):
@@ -125,6 +137,8 @@ def _linear(text: str) -> Linear | None:
 def _form(node: ast.expr) -> Linear | None:
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return {"": node.value} if node.value else {}
+    if isinstance(node, ast.Name) and node.id == _END:
+        return {_END: 1}
     if isinstance(node, (ast.Name, ast.Attribute)):
         return {ast.unparse(node): 1}
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
