@@ -27,7 +27,7 @@ class UnpicklableCallableToProcess(Rule):
     where it must be pickled:
     - as a pool or executor task (`pool.map(lambda x: ..., items)`, `executor.submit(f, ...)`
       with a nested `f`), or to `torch.multiprocessing.spawn`, whatever the start method;
-    - as `Process(target=...)`, or as a `DataLoader`'s `collate_fn` / `worker_init_fn` with
+    - as `Process(target=...)` or in its `args` / `kwargs` (pickled with it), or as a `DataLoader`'s `collate_fn` / `worker_init_fn` with
       `num_workers` other than 0, when the children start with spawn or forkserver: chosen by the
       code (`multiprocessing_context="spawn"`, `set_start_method`, `get_context`) or by default:
       the default is spawn on macOS and Windows, and forkserver on Linux from Python 3.14 (set
@@ -93,6 +93,32 @@ class UnpicklableCallableToProcess(Rule):
     triggers = ("multiprocessing", "ProcessPoolExecutor", "DataLoader")
     file_trigger = re.compile(f"{PROCESS_CROSSING.pattern}|{WORKER_LOADER.pattern}")
     VALID = (
+        # what the process is started with is a module-level function
+        """
+import multiprocessing as mp
+
+
+def make_env(name):
+    def build():
+        return name
+
+    return build
+
+
+def make_named(name):
+    return name
+
+
+def run(env_fn):
+    print(env_fn())
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    worker = mp.Process(target=run, args=(make_named,))
+    worker.start()
+    worker.join()
+""",
         # the enclosing function's parameter: what its caller passes, a module-level function
         """
 import torch
@@ -234,6 +260,35 @@ def main(root):
 """,
     )
     INVALID = (
+        # a `Process` is pickled with its `args`: the nested `build` goes with it
+        Invalid(
+            """
+import multiprocessing as mp
+
+
+def make_env(name):
+    def build():
+        return name
+
+    return build
+
+
+def make_named(name):
+    return name
+
+
+def run(env_fn):
+    print(env_fn())
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    worker = mp.Process(target=run, args=(make_env("cartpole"),))
+    worker.start()
+    worker.join()
+""",
+            (22,),
+        ),
         # a nested helper reads the collate function its enclosing function defines
         Invalid(
             """
@@ -431,10 +486,18 @@ def loader(data):
         for _, crossing in model.crossings():
             if crossing.kind not in (*_STARTED, *_ALWAYS_PICKLED) or crossing.target is None:
                 continue
-            held = held_unpicklable(crossing.target, scopes.get(id(crossing.node)), ctx.module)
-            if held is None:
+            scope = scopes.get(id(crossing.node))
+            # The target, then what a `Process` or `spawn` is started with: pickled with it (`args=(make_env(),)`).
+            handed = [crossing.target]
+            if crossing.kind in ("process", "spawn"):
+                handed += [value for name in ("args", "kwargs") if (value := keyword(crossing.node, name)) is not None]
+            found_in = next(
+                ((value, held) for value in handed if (held := held_unpicklable(value, scope, ctx.module)) is not None),
+                None,
+            )
+            if found_in is None:
                 continue
-            node, found = held
+            value, (node, found) = found_in
             method = model.start_method(crossing)
             if crossing.kind in _ALWAYS_PICKLED:
                 how = "pickled for its workers whatever the start method"
@@ -444,7 +507,7 @@ def loader(data):
                 continue
             # An executor pickles in a feeder thread: the error reaches the task's future.
             raises = "its future's `result()` raises" if crossing.kind == "executor" else "the call raises"
-            yield Report(crossing.target, f"{_what(ctx, crossing.target, node, found)}, {how}: {raises} {found.error}")
+            yield Report(value, f"{_what(ctx, value, node, found)}, {how}: {raises} {found.error}")
 
     def _loaders(self, ctx: FileContext, scopes) -> Iterator[Report]:
         if not WORKER_LOADER.search(ctx.text):
