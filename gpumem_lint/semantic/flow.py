@@ -736,11 +736,13 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 if not identity:
                     self._in_graph(operand)
             result = self._fresh(node, "", EMPTY, tensor=tensor)
+            # `a.sum(-1) > 0` of numpy arrays is an array (a mask that indexes by copying)
+            result.ndarray = ndarray = not tensor and any(operand.ndarray for operand in operands)
             self._operation_grad(result, operands)
             if kind is cst.Comparison:  # `x > 0`: a boolean tensor never requires grad (F26)
                 result.grad = Grad.NO
                 self._forget_compared(node, kept_before, state)
-            value = Value(frozenset({result}), tensor=tensor)
+            value = Value(frozenset({result}), tensor=tensor, ndarray=ndarray)
             if kind is cst.BinaryOperation:
                 self._save_operation(node, node.operator, operands[0], operands[1], value, state)
             return value
