@@ -1196,8 +1196,7 @@ def _confirmed_calls(ctx: FileContext) -> dict[tuple[str, str], tuple[cst.CSTNod
 def _numpy_only(write: Write) -> bool:
     """The caller passes a numpy array of its own (`np.array(...)`), no tensor's memory: what numpy code
     does to its arrays is not a tensor shared (through `t.numpy()` it is, and stays reported)."""
-    writer = write.writer
-    return writer.ndarray and not writer.tensor and all(h.kind is not AliasKind.NUMPY for h in writer.chain())
+    return write.writer.own_array()
 
 
 def _in_place_layer(facts: ScopeFacts, write: Write) -> bool:

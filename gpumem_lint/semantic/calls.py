@@ -229,9 +229,10 @@ class CallSemantics:
     def _method_call(self, node: cst.Call, method: str, receiver: Value, args: list[Value], state: State) -> Value:
         k = self.k
         array = self._is_array(receiver)
-        place = dotted_name(node.func.value)
-        if place is not None and args and any(method in handle.keeps for handle in receiver.handles):
-            self._hold(place, frozenset().union(*(arg.handles for arg in args)), node, state)  # `trainer.fit(model)`
+        if args and any(method in handle.keeps for handle in receiver.handles):
+            place = dotted_name(node.func.value)
+            if place is not None:  # `trainer.fit(model)`
+                self._hold(place, frozenset().union(*(arg.handles for arg in args)), node, state)
         if method == "backward":
             # `loss.backward()`, but `fabric.backward(loss)` / `accelerator.backward(loss)`.
             positional = [arg.value for arg in node.args if arg.keyword is None]

@@ -39,15 +39,20 @@ class OverlapSemantics:
     ) -> None:
         """A write to `destination` (at `index`, for `x[...] = v`) reading `sources`. numpy's own writes
         are left alone: numpy copies an overlapping source first (F52)."""
-        container = _container(node)
-        length = f"len({self._code(container)})" if container is not None else None
         for source_node, source in sources:
             for written in destination.handles:
                 if written.ndarray:
                     continue
                 for read in source.handles:
-                    if read.storage is written.storage and _shifted(index or written.index, read.index, length):
+                    if read.storage is written.storage and _shifted(
+                        index or written.index, read.index, self._length(node)
+                    ):
                         self.overlaps.setdefault(id(node), Overlap(node, source_node, "shift"))
+
+    def _length(self, node: cst.CSTNode) -> str | None:
+        """`len(x)` for a write into `x[...]`: how a bound may spell the end of its dimension."""
+        container = _container(node)
+        return f"len({self._code(container)})" if container is not None else None
 
     def _check_self_index(self, node: cst.Subscript, container: Value, index: list[tuple[cst.CSTNode, Value]]) -> None:
         """`idx[idx] = v`: the tensor indexes itself (the same name, bound to the same memory). A numpy

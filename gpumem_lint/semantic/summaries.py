@@ -56,7 +56,7 @@ def summarise(returned: list[Value], params: tuple[str, ...]) -> Returns | None:
     """The one thing all `returned` values are, or None when they differ or are not summarised."""
     if returned and all(value.handles and all(h.storage.on_host() for h in value.handles) for value in returned):
         return Returns(AliasKind.OWN, host=True)
-    if returned and all(value.handles and all(_own_array(h) for h in value.handles) for value in returned):
+    if returned and all(value.handles and all(h.own_array() for h in value.handles) for value in returned):
         return Returns(AliasKind.OWN, array=True)
     found: set[Returns] = set()
     for value in returned:
@@ -82,8 +82,3 @@ def _summary(handle: Handle, params: tuple[str, ...]) -> Returns | None:
     if storage.origin == "param" and storage.label in params and handle.base.kind is AliasKind.OWN:
         return Returns(handle.kind, storage.label, params.index(storage.label))
     return None
-
-
-def _own_array(handle: Handle) -> bool:
-    """A numpy array numpy made (`np.array(x)`, `a.astype(t)`), not the other side of a tensor's bridge."""
-    return handle.ndarray and not handle.tensor and all(h.kind is not AliasKind.NUMPY for h in handle.chain())

@@ -145,6 +145,10 @@ class Handle:
                 return handle
         return None
 
+    def own_array(self) -> bool:
+        """A numpy array numpy made (`np.array(x)`, `a.astype(t)`), not the other side of a tensor's bridge."""
+        return self.ndarray and not self.tensor and all(h.kind is not AliasKind.NUMPY for h in self.chain())
+
     def chain(self) -> Iterator[Handle]:
         """This handle and those it was derived from: `x.view(-1)` -> `x`."""
         handle: Handle | None = self
