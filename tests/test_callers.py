@@ -1,5 +1,6 @@
-"""Callers of a module's function in the other modules of its project (semantic/callers.py), and the
-GML3xx re-read that follows the function's return into them."""
+"""Callers of a module's function, constructions of its classes and importers of it in the other modules of
+its project (semantic/callers.py), and what the GML3xx rules read from them: a re-read after the function
+returns, and an event before a constructor that runs the write."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from pathlib import Path
 import libcst as cst
 
 from gpumem_lint.engine import lint_path
+from gpumem_lint.rules.gml301_cuda_env_set_after_cuda_init import CudaEnvSetAfterCudaInit
 from gpumem_lint.rules.gml304_distributed_env_set_after_init import DistributedEnvSetAfterInit
-from gpumem_lint.semantic.callers import callers_of, importers_of
+from gpumem_lint.semantic.callers import callers_of, constructions_of, importers_of
 
 SETUP = """
 import os
@@ -81,3 +83,80 @@ def test_importers_up_to_the_script_that_imports_the_package(tmp_path: Path):
     found = [importer.path.name for importer in importers_of(source)]
     assert sorted(found) == ["engine.py", "script.py", "tool.py", "user.py"]
     assert all(isinstance(importer.statement, (cst.Import, cst.ImportFrom)) for importer in importers_of(source))
+
+
+EXPERIMENT = """
+import os
+import torch
+
+class Base:
+    def __init__(self, gpu):
+        self.device = self._pick(gpu)
+
+    def _pick(self, gpu):
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+        return torch.device("cuda")
+"""
+
+
+def _experiments(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A project whose `exp` directory is a namespace package (no `__init__.py`), as research code has."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "exp").mkdir()
+    (tmp_path / "exp" / "base.py").write_text(EXPERIMENT, encoding="utf-8")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return (tmp_path / "exp" / "base.py").resolve()
+
+
+SUBCLASS = "from exp.base import Base\n\nclass Main(Base):\n    pass\n"
+
+
+def test_constructions_through_subclasses_and_names_bound_to_them(tmp_path: Path):
+    source = _experiments(
+        tmp_path,
+        {
+            "exp/main.py": SUBCLASS,
+            "exp/deep.py": "from exp.main import Main\n\nclass Deep(Main):\n    pass\n",
+            "a.py": "from exp.base import Base\nBase(0)\n",
+            "b.py": "from exp.main import Main\nExp = Main\nexp = Exp(0)\n",
+            "c.py": "from exp.deep import Deep\nDeep(1)\n",
+            "d.py": "from exp.main import Main\nMain.train\n",  # names it, constructs nothing
+            "e.py": "from other.base import Base\nBase(0)\n",  # another module's class of that name
+        },
+    )
+    callers = constructions_of(source, "Base")
+    found = {(caller.path.name, tuple(path.name for path in caller.through)) for caller in callers}
+    assert found == {("a.py", ()), ("b.py", ("main.py",)), ("c.py", ("main.py", "deep.py"))}
+
+
+def _gml301(source: Path) -> list[str]:
+    return [d.message for d in lint_path(source, str(source), [CudaEnvSetAfterCudaInit])]
+
+
+def test_a_constructor_called_after_cuda_init_in_another_module_is_late(tmp_path: Path):
+    run = "import torch\nfrom exp.main import Main\n\nok = torch.cuda.is_available()\nExp = Main\nexp = Exp(0)\n"
+    source = _experiments(tmp_path, {"exp/main.py": SUBCLASS, "run.py": run})
+    (message,) = _gml301(source)
+    assert "`torch.cuda.is_available()` at ../run.py:4, before `Exp(0)` at ../run.py:6 runs this code" in message
+
+
+def test_a_constructor_called_before_any_cuda_call_is_not_late(tmp_path: Path):
+    run = "import torch\nfrom exp.main import Main\n\nexp = Main(0)\nok = torch.cuda.is_available()\n"
+    assert _gml301(_experiments(tmp_path, {"exp/main.py": SUBCLASS, "run.py": run})) == []
+
+
+def test_a_caller_that_starts_processes_after_the_construction_is_a_launcher(tmp_path: Path):
+    run = (
+        "import subprocess\nimport torch\nfrom exp.main import Main\n\n"
+        "ok = torch.cuda.is_available()\nexp = Main(0)\nsubprocess.run(['python', 'worker.py'])\n"
+    )
+    assert _gml301(_experiments(tmp_path, {"exp/main.py": SUBCLASS, "run.py": run})) == []
+
+
+def test_a_method_no_constructor_reaches_is_not_followed_to_callers(tmp_path: Path):
+    text = EXPERIMENT.replace("self.device = self._pick(gpu)", "self.gpu = gpu")
+    run = "import torch\nfrom exp.base import Base\n\nok = torch.cuda.is_available()\nexp = Base(0)\n"
+    source = _experiments(tmp_path, {"run.py": run})
+    source.write_text(text, encoding="utf-8")
+    assert _gml301(source) == []

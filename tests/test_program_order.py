@@ -342,6 +342,25 @@ def test_package_relative_import_and_nested_modules(tmp_path, monkeypatch):
     assert {p.name for p in ctx.dependencies} == {"data.py", "env.py"}
 
 
+@pytest.mark.parametrize(
+    "importing",
+    ["from tools.env import ready", "import tools.env", "from tools import env"],
+)
+def test_namespace_packages_are_followed(tmp_path, monkeypatch, importing: str):
+    # `tools/` has no `__init__.py` (PEP 420): importing runs nothing of its own, and its modules are found
+    _project(
+        tmp_path,
+        {
+            "tools/env.py": "import torch\nready = torch.cuda.is_available()\n",
+            "train.py": f"import os\n{importing}\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'  # query\n",
+        },
+    )
+    ctx, source = _lint_context(tmp_path, "train.py", monkeypatch)
+    site = ctx.program_order.first_event_before(_query_nodes(ctx, source)[0], CUDA_INIT_EVENTS)
+    assert (site.call, site.file, site.line) == ("torch.cuda.is_available()", "tools/env.py", 2)
+    assert ctx.dependencies == {(tmp_path / "tools" / "env.py").resolve()}
+
+
 def test_modules_outside_the_project_are_not_read(tmp_path, monkeypatch):
     (tmp_path / "utils.py").write_text("import torch\ntorch.cuda.init()\n")
     _project(

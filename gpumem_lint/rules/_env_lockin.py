@@ -9,6 +9,7 @@ variable is for the children, which read their environment afresh (a launcher).
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
 from pathlib import Path
@@ -24,7 +25,7 @@ from gpumem_lint.rules._bindings import bound_names, statement_blocks
 from gpumem_lint.rules._boundaries import is_main_guard
 from gpumem_lint.rules._test_files import is_test_file
 from gpumem_lint.rules.base import Report
-from gpumem_lint.semantic.callers import callers_of, importers_of
+from gpumem_lint.semantic.callers import Caller, callers_of, constructions_of, importers_of
 from gpumem_lint.semantic.env_writes import (
     EnvWrite,
     env_writes,
@@ -71,26 +72,59 @@ def late_env_writes(ctx: FileContext, code: str) -> Iterator[Report]:
     order = ctx.program_order
     for write, rows in candidates:
         for row in rows:
-            site = order.first_event_before(write.node, table.events_implying(row.event))
+            events = table.events_implying(row.event)
+            site, caller = order.first_event_before(write.node, events), None
+            if site is None:
+                site, caller = _first_event_before_callers(write, events, ctx)
             if site is None:
                 continue
-            if not _read_again(order, write, row, ctx):
+            if caller is not None:
+                if not _read_again(order, write, row, ctx, caller):
+                    yield Report(write.node, _caller_message(write, row, site, caller, ctx), help=remedy(row))
+            elif not _read_again(order, write, row, ctx):
                 yield Report(
                     write.node, message(write, row, site), fix=_move_above_import(ctx, write, site), help=remedy(row)
                 )
             break
 
 
-def _read_again(order, write: EnvWrite, row: Variable, ctx: FileContext) -> bool:
+def _first_event_before_callers(
+    write: EnvWrite, events: frozenset[str], ctx: FileContext
+) -> tuple[Site, Caller] | tuple[None, None]:
+    """An event before a call, in another first-party module, of the module-level function or the
+    constructor (`Exp(args)` runs `__init__`, which calls `self._acquire_device()`) whose call runs
+    the write: what ran before that call ran before the write."""
+    source = Path(ctx.path)
+    if not source.is_file():
+        return None, None
+    top_level = {id(statement) for statement in ctx.module.body}
+    for function, owner in ctx.program_order.entered_by(write.node):
+        if owner is None and id(function) in top_level:
+            callers = callers_of(source.resolve(), function.name.value)
+        elif owner is not None and id(owner) in top_level and function.name.value == "__init__":
+            callers = constructions_of(source.resolve(), owner.name.value)
+        else:
+            continue
+        for caller in callers:
+            ctx.dependencies.update((caller.path, *caller.through))
+            if (site := caller.order.first_event_before(caller.call, events)) is not None:
+                return site, caller
+    return None, None
+
+
+def _read_again(order, write: EnvWrite, row: Variable, ctx: FileContext, caller: Caller | None = None) -> bool:
     """Whether the value written still reaches a reader: a process started after the write (it reads
     its environment afresh), a later event that reads the variable again (a new process group), or
     the file also sets the same thing through the API (the variable is then for other readers).
     A write the import runs precedes every later call of the module's functions: what any of them
-    starts or re-reads comes after it, and so does what the importers do after the import."""
+    starts or re-reads comes after it, and so does what the importers do after the import; what the
+    `caller` whose call ran the write does after it returns comes after it too."""
     table = lockin_table()
     at_import = _runs_at_import(write, ctx)
     rereaders = frozenset().union(*(table.events_implying(event) for event in row.reread_by))
     if order.first_event_after(write.node, rereaders | {LAUNCH}, reached=not at_import):
+        return True
+    if caller is not None and caller.order.first_event_after_return(caller.call, rereaders | {LAUNCH}):
         return True
     if bool(row.api) and any(name in row.api for name in ctx.shared(_called_names)):
         return True
@@ -144,10 +178,30 @@ def _holds(statement: cst.CSTNode, node: cst.CSTNode) -> bool:
     return id(node) in ids.ids
 
 
-def message(write: EnvWrite, row: Variable, site: Site) -> str:
+def message(write: EnvWrite, row: Variable, site: Site, where: str | None = None) -> str:
     event = lockin_table().events.get(site.event)
     phrase = event.phrase if event else "it was read"
-    return f"`{write.name}` set here {_CONSEQUENCE[row.consequence]}: {phrase} by `{site.call}` at {site.where()}"
+    where = where or site.where()
+    return f"`{write.name}` set here {_CONSEQUENCE[row.consequence]}: {phrase} by `{site.call}` at {where}"
+
+
+def _caller_message(write: EnvWrite, row: Variable, site: Site, caller: Caller, ctx: FileContext) -> str:
+    """As `message`, the event being in the module whose call ran the write (paths from the linted file)."""
+    here = Path(ctx.path).resolve().parent
+    caller_file = _relative(caller.path, here)
+    if site.via is None:
+        where = f"{caller_file}:{site.line}"
+    else:  # in a module the caller imports or calls: its path is the caller's
+        where = f"{_relative(caller.path.parent / site.file, here)}:{site.line} (run by {site.via} in {caller_file})"
+    call, line = caller.order.text_and_line(caller.call)
+    return f"{message(write, row, site, where)}, before `{call}` at {caller_file}:{line} runs this code"
+
+
+def _relative(path: Path, directory: Path) -> str:
+    try:
+        return Path(os.path.relpath(path, directory)).as_posix()
+    except ValueError:  # another drive
+        return path.as_posix()
 
 
 def remedy(row: Variable) -> str:

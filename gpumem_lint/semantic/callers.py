@@ -21,14 +21,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 import libcst as cst
 
 from gpumem_lint.cst_parse import parse_module
-from gpumem_lint.semantic.module_graph import ModuleGraph, project_root, resolve_import
+from gpumem_lint.semantic.module_graph import ModuleGraph, lines_of, project_root, resolve_import
 from gpumem_lint.semantic.program_order import ProgramOrder
 from gpumem_lint.semantic.walk import Walker
 
@@ -38,6 +38,8 @@ _SKIPPED = frozenset({"node_modules", "__pycache__", "site-packages", "dist-pack
 MAX_FILES = 5_000
 #: How many imports up importers are followed (a dataset module, its package, the engine, the script).
 IMPORT_DEPTH = 4
+#: How many classes down first-party subclasses are followed (`Exp_Main(Exp_Basic)`, a model's variants).
+SUBCLASS_DEPTH = 2
 #: Larger files are not read (generated tables, vendored code).
 _MAX_BYTES = 1_000_000
 
@@ -47,28 +49,65 @@ class Caller:
     path: Path
     order: ProgramOrder  # the caller's module, with its own first-party imports followed
     call: cst.Call
+    #: The modules of the subclasses it was found through (`constructions_of`): they decide it too.
+    through: tuple[Path, ...] = ()
 
 
 def callers_of(source: Path, function: str) -> Iterator[Caller]:
-    """Calls of the module-level `function` of `source` (a resolved path) in the project's other modules."""
+    """Calls of the module-level `function` (or class) of `source` (a resolved path) in the project's other
+    modules, also through a name bound to it there (`Exp = Exp_Main`, then `Exp(args)`)."""
     root = project_root(source.parent)
+    stem = source.parent.name if source.name == "__init__.py" else source.stem
+    for path, module, order in _mentioning(source, function, root):
+        finder = _Calls(function)
+        finder.walk(module)
+        for call, name in finder.found:
+            if _resolves_to(name, order, function, path, root, source, stem):
+                yield Caller(path, order, call)
+
+
+def constructions_of(source: Path, cls: str) -> Iterator[Caller]:
+    """Calls in the project's other modules that construct the module-level class `cls` of `source`, or a
+    first-party subclass of it (up to `SUBCLASS_DEPTH` classes down): each runs `cls.__init__`."""
+    frontier: list[tuple[Path, str, tuple[Path, ...]]] = [(source, cls, ())]
+    seen = {(source, cls)}
+    for _ in range(SUBCLASS_DEPTH + 1):
+        found = []
+        for path, name, through in frontier:
+            for caller in callers_of(path, name):
+                yield replace(caller, through=through)
+            for subclass in _subclasses(path, name):
+                if subclass not in seen:
+                    seen.add(subclass)
+                    found.append((*subclass, (*through, subclass[0])))
+        frontier = found
+
+
+def _subclasses(source: Path, cls: str) -> Iterator[tuple[Path, str]]:
+    """The module-level classes of other modules whose bases name `cls` of `source`."""
+    root = project_root(source.parent)
+    stem = source.parent.name if source.name == "__init__.py" else source.stem
+    for path, module, order in _mentioning(source, cls, root):
+        for statement in module.body:
+            if isinstance(statement, cst.ClassDef) and any(
+                _resolves_to(base.value, order, cls, path, root, source, stem) for base in statement.bases
+            ):
+                yield path, statement.name.value
+
+
+def _mentioning(source: Path, name: str, root: Path) -> Iterator[tuple[Path, cst.Module, ProgramOrder]]:
+    """The project's other modules whose text names `name` and `source`'s module or package (a text filter)."""
     stem = source.parent.name if source.name == "__init__.py" else source.stem
     package = source.parent.name  # `from pkg import f`, re-exported by pkg/__init__.py
     for path in _python_files(root):
         if path == source:
             continue
         text = read_text(path)
-        if text is None or function not in text or (stem not in text and package not in text):
+        if text is None or name not in text or (stem not in text and package not in text):
             continue
         parsed = parsed_module(path)
-        if parsed is None:
-            continue
-        module, order = parsed
-        finder = _Calls(function)
-        finder.walk(module)
-        for call in finder.found:
-            if _resolves_to(call.func, order, function, path, root, source, stem):
-                yield Caller(path, order, call)
+        if parsed is not None:
+            yield path, *parsed
 
 
 @dataclass(frozen=True)
@@ -145,15 +184,27 @@ def _reexports(package: Path, function: str, source: Path, root: Path) -> bool:
 
 
 class _Calls(Walker):
+    """The calls of `function`, each with the expression that names it: the call's own, or for a call of a
+    name bound to it (`Exp = Exp_Main`), the bound value. Assignments are seen before the calls after them."""
+
     def __init__(self, function: str) -> None:
         self.function = function
-        self.found: list[cst.Call] = []
+        self.aliases: dict[str, cst.Name] = {}
+        self.found: list[tuple[cst.Call, cst.BaseExpression]] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value == self.function:
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self.aliases[target.target.value] = node.value
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
         if name == self.function:
-            self.found.append(node)
+            self.found.append((node, func))
+        elif isinstance(func, cst.Name) and func.value in self.aliases:
+            self.found.append((node, self.aliases[func.value]))
 
 
 class _Imports(Walker):
@@ -203,4 +254,4 @@ def parsed_module(path: Path) -> tuple[cst.Module, ProgramOrder] | None:
         module = parse_module(text)
     except cst.ParserSyntaxError:
         return None
-    return module, ProgramOrder(module, str(path), lambda node: 0, ModuleGraph(path), path)
+    return module, ProgramOrder(module, str(path), lines_of(module, text), ModuleGraph(path), path)

@@ -164,7 +164,7 @@ def resolve_import(
 def _resolve_modules(modules: tuple[str, ...], source: Path, root: Path) -> tuple[Path, ...]:
     found: list[Path] = []
     for name in modules:
-        found.extend(_absolute(name.split("."), source, root))
+        found.extend(_absolute(name.split("."), source, root)[0])
     return tuple(_dedupe(found, source))
 
 
@@ -177,38 +177,49 @@ def _resolve_from(module: str, dots: int, names: tuple[str, ...], source: Path, 
             base = base.parent
         if not base.is_relative_to(root):
             return ()
-        files = _walk_package(base, parts, root)
+        files, _ = _walk_package(base, parts, root)
         # `from . import x` / `from .pkg import x`: x may be a submodule.
         package = base.joinpath(*parts)
         files += [file for name in names if (file := _module_file(package / name)) is not None]
         return tuple(_dedupe(files, source))
-    files = _absolute(parts, source, root)
-    if files and files[-1].name == "__init__.py":
-        package = files[-1].parent
+    files, package = _absolute(parts, source, root)
+    if package is not None:
         files += [file for name in names if (file := _module_file(package / name)) is not None]
     return tuple(_dedupe(files, source))
 
 
-def _absolute(parts: list[str], source: Path, root: Path) -> list[Path]:
+def _absolute(parts: list[str], source: Path, root: Path) -> tuple[list[Path], Path | None]:
+    """The files `import a.b` runs, and the directory of `a.b` when it is a package (else None)."""
     for base in dict.fromkeys((source.parent, root, root / "src")):
         if base.is_relative_to(root):
-            files = _walk_package(base, parts, root)
-            if len(files) == len(parts):
-                return files
-    return []
+            files, found = _walk_package(base, parts, root)
+            if found and parts:
+                stem = base.joinpath(*parts)
+                return files, stem if _is_package(stem, root) else None
+    return [], None
 
 
-def _walk_package(base: Path, parts: list[str], root: Path) -> list[Path]:
-    """`base/a/__init__.py`, `base/a/b.py` for a.b: every file that runs, stopping at the first missing."""
+def _walk_package(base: Path, parts: list[str], root: Path) -> tuple[list[Path], bool]:
+    """`base/a/__init__.py`, `base/a/b.py` for a.b: every file that runs, stopping at the first missing, and
+    whether every part was found. A directory without `__init__.py` is a namespace package (PEP 420,
+    common in research code): it runs nothing, and its modules are found."""
     files: list[Path] = []
     current = base
     for part in parts:
         current = current / part
         file = _module_file(current)
+        if file is None and _is_package(current, root):
+            continue
         if file is None or not file.is_relative_to(root):
-            break
+            return files, False
         files.append(file)
-    return files
+    return files, True
+
+
+@lru_cache(maxsize=65536)
+def _is_package(stem: Path, root: Path) -> bool:
+    """A regular package (`stem/__init__.py`) or a namespace package (a directory, no `stem.py`) inside the root."""
+    return stem.is_dir() and stem.is_relative_to(root) and not stem.with_suffix(".py").is_file()
 
 
 @lru_cache(maxsize=65536)
@@ -534,6 +545,25 @@ def _event_words() -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(words), frozenset(keywords)
 
 
+def lines_of(module: cst.Module, text: str, origin: list[int] | None = None) -> Callable[[cst.CSTNode], int]:
+    """`line_of(node)` for a module parsed from `text` (whose lines are `origin`'s, when given): CPython's
+    statement lines, made at the first call; libcst's positions only for a node they do not place."""
+    lines: list[StatementLines | None] = []
+    positions: dict = {}
+
+    def line_of(node: cst.CSTNode) -> int:
+        if not lines:
+            lines.append(statement_lines(module, text))
+        line = lines[0].line(node) if lines[0] is not None else None
+        if line is None:
+            if not positions:
+                positions.update(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+            line = positions[node].start.line
+        return origin[line - 1] if origin is not None else line
+
+    return line_of
+
+
 def summary_of(
     module: cst.Module, text: str, origin: list[int] | None, path: Path, depth: int, function: str | None
 ) -> _Summary:
@@ -543,20 +573,7 @@ def summary_of(
     _IN_PROGRESS.add(path)
     try:
         graph = ModuleGraph(path, depth + 1)
-        lines: list[StatementLines | None] = []
-        positions: dict = {}
-
-        def line_of(node: cst.CSTNode) -> int:
-            if not lines:
-                lines.append(statement_lines(module, text))
-            line = lines[0].line(node) if lines[0] is not None else None
-            if line is None:
-                if not positions:
-                    positions.update(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
-                line = positions[node].start.line
-            return origin[line - 1] if origin is not None else line
-
-        order = ProgramOrder(module, path.name, line_of, graph, path)
+        order = ProgramOrder(module, path.name, lines_of(module, text, origin), graph, path)
         sites = tuple(
             # Events of modules it imports keep their own file; the module's own are at `path`.
             ImportSite(site.event, site.call, site.line, site.file, path if site.via is None else _nested(site, graph))

@@ -44,6 +44,7 @@ API (for rules; build through `ctx.program_order`, cached per file):
     order.first_call_after(node, {"torch.cuda.set_device"})           # a given call after the node
     order.first_event_after_return(call, {"process_group_init"})      # in the caller, after the call returned
     order.executed(node)                                 # does any timeline reach the node?
+    order.entered_by(node)                               # the functions (and methods) whose call runs it
 
 `Site.via` names the import or call that ran a call of another module ("`import utils` at line 2",
 "`get_device()` at line 8"),
@@ -274,6 +275,19 @@ class ProgramOrder:
 
     def executed(self, node: cst.CSTNode) -> bool:
         return id(node) in self._occurrences()
+
+    def text_and_line(self, node: cst.CSTNode) -> tuple[str, int]:
+        """The node as written (shortened) and its line."""
+        return short_code(self._module.code_for_node(node)), self._line_of(node)
+
+    def entered_by(self, node: cst.CSTNode) -> list[tuple[cst.FunctionDef, cst.ClassDef | None]]:
+        """The functions and methods (with their class) whose call runs `node`: its own, and those that
+        call it, as far as calls are followed."""
+        imported = len(self._import_steps())
+        functions = self._definitions.all_functions
+        occurrences = self._occurrences().get(id(node), ())
+        timelines = sorted({index for index, position in occurrences if index and position >= imported})
+        return [functions[index - 1] for index in timelines]  # timeline 0 is the script's
 
     def function_sites(self, name: str) -> list[Site]:
         """The first site of each event a call of the module-level function (or class) `name` causes: its summary."""
