@@ -38,8 +38,13 @@ class CudaEnvSetAfterCudaInit(Rule):
 
     ## Known problems
     The order is followed through calls to functions and methods of the same file, constructors
-    of its classes, and first-party modules (inside the project root, three imports deep): what
-    they run at import and in the functions called from them. Third-party code is not read. `.to(x)` and `device=x` count as allocations
+    of its classes, and first-party modules (inside the project root, three imports deep,
+    namespace packages without `__init__.py` included): what they run at import and in the
+    functions called from them. A write in a module-level function, or in a method its class's
+    `__init__` calls, is also late when another first-party module ran the event before calling
+    that function or constructing the class, a subclass (two levels down) or a name bound to one
+    (`Exp = Exp_Main`; `exp = Exp(args)` after `torch.cuda.is_available()`, the pattern of many
+    forecasting repositories); the message names that call. Third-party code is not read. `.to(x)` and `device=x` count as allocations
     when `x` reads as a CUDA device (`"cuda"`, `"cuda:0"`, a name containing `device`, `cuda`,
     `gpu` or `rank`). On ROCm, HIP reads `HIP_VISIBLE_DEVICES` or `CUDA_VISIBLE_DEVICES` as one
     device mask, so writing one with the other's value (`os.environ.pop("HIP_VISIBLE_DEVICES")`)
