@@ -187,6 +187,41 @@ class Embeddings(torch.nn.Module):
     )
     INVALID = (
         Invalid(
+            # `functools.partial` fills `factor`: the spawned `scale(2, rank, batch)` receives the batch third
+            """
+import functools
+
+import torch
+import torch.multiprocessing as mp
+
+def scale(factor, rank, batch):
+    batch.mul_(factor)
+    print(batch.sum().item())
+
+if __name__ == "__main__":
+    batch = torch.ones(3)
+    mp.spawn(functools.partial(scale, 2), args=(batch,), nprocs=1)
+    print(batch.tolist())
+""",
+            (8,),
+            fixed="""
+import functools
+
+import torch
+import torch.multiprocessing as mp
+
+def scale(factor, rank, batch):
+    batch = batch.mul(factor)
+    print(batch.sum().item())
+
+if __name__ == "__main__":
+    batch = torch.ones(3)
+    mp.spawn(functools.partial(scale, 2), args=(batch,), nprocs=1)
+    print(batch.tolist())
+""",
+            prints="6.0\n[1.0, 1.0, 1.0]",
+        ),
+        Invalid(
             """
 import torch
 import torch.multiprocessing as mp

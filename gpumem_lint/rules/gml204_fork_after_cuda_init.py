@@ -37,7 +37,8 @@ class ForkAfterCudaInit(Rule):
     ## What it does
     Flags a child process started with the **fork** start method — `Process(target=f)`,
     `Pool(...)` / `ProcessPoolExecutor(...)` running `f` — when `f` (defined in the same
-    module, or a function of the module it calls) uses CUDA and the parent initialised the
+    module, or a function of the module it calls; also given as `functools.partial(f, ...)`,
+    or a local name bound once to one) uses CUDA and the parent initialised the
     CUDA driver before the fork on some path. The start method is fork when the code says so
     (`set_start_method("fork")`, `get_context("fork")`) or by default: the stdlib default on
     Linux is fork up to Python 3.13 and forkserver from 3.14 (set `target-version` to say
@@ -288,6 +289,25 @@ class Scorer:
         self.executor = None
 """,
             (15,),
+        ),
+        Invalid(
+            # the pool runs `encode` through the partial bound to `task`
+            """
+import functools
+import multiprocessing
+
+import torch
+
+def encode(batch, scale):
+    return torch.tensor(batch, device="cuda").sum().item() * scale
+
+def main():
+    model = torch.nn.Linear(2, 2).cuda()
+    task = functools.partial(encode, scale=2)
+    with multiprocessing.Pool(2) as pool:
+        return pool.map(task, [[1.0], [2.0]])
+""",
+            (13,),
         ),
     )
 

@@ -1,5 +1,7 @@
 """Process boundaries across one module: which start method is in force, which function
-runs on the other side of a crossing, and what each of its parameters receives.
+runs on the other side of a crossing (a function of the module, a method of `self`, either through
+`functools.partial`, whose leading arguments fill the first parameters), and what each of its
+parameters receives.
 
 Built from the scopes' `ProcessFacts` (semantic/processes.py). The start method of the
 stdlib default depends on the Python version the code targets (fork on Linux up to 3.13,
@@ -16,6 +18,7 @@ import libcst as cst
 
 from gpumem_lint.semantic.flow import ScopeAnalyzer, ScopeFacts
 from gpumem_lint.semantic.imports import ImportTable
+from gpumem_lint.semantic.name_values import value_bindings
 from gpumem_lint.semantic.process_classes import ProcessClasses, process_classes
 from gpumem_lint.semantic.processes import (
     FRESH_METHODS,
@@ -25,6 +28,11 @@ from gpumem_lint.semantic.processes import (
     process_table,
 )
 from gpumem_lint.semantic.values import Value
+
+
+_PARTIAL = frozenset({"functools.partial"})
+#: How many partials of partials are looked through.
+_PARTIAL_DEPTH = 3
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,7 @@ class ProcessModel:
         self.imports = imports
         self.target_version = target_version
         self._reanalysed: dict[tuple, ScopeFacts] = {}
+        self._bound: dict[int, dict] = {}  # id of a scope's node -> its names' bindings
         self._module_method = self._module_start_method()
 
     # ---------------------------------------------------------------- queries
@@ -110,9 +119,11 @@ class ProcessModel:
         if facts is None or not crossing.arguments:
             return None
         scope = facts.scope
+        target, filled = self._called(sender, crossing.target)
         positional = list(scope.all_params)
-        if scope.is_method and isinstance(crossing.target, cst.Attribute):
+        if scope.is_method and isinstance(target, cst.Attribute):
             positional = positional[1:]  # a bound method: `self` is not passed
+        positional = positional[filled:]  # nor what a `functools.partial` fills
         received: dict[str, Value] = {}
         for key, value in crossing.arguments:
             name = key if isinstance(key, str) else positional[key] if key < len(positional) else None
@@ -156,7 +167,34 @@ class ProcessModel:
         receiver = self.receiver(sender, crossing)
         return receiver.facts if receiver is not None else self._target(sender, crossing.target)
 
+    def _called(self, sender: ScopeFacts, target: cst.BaseExpression | None) -> tuple[cst.BaseExpression | None, int]:
+        """The callable a crossing runs, seen through `functools.partial(f, *args, **kwargs)` (written in
+        the call, or bound to a local name by the only assignment of that name in the sender's scope),
+        and how many leading positional parameters the partials fill."""
+        filled = 0
+        for _ in range(_PARTIAL_DEPTH):
+            if isinstance(target, cst.Name):
+                bindings = self._bindings(sender).get(target.value, ())
+                if len(bindings) != 1 or not isinstance(bindings[0], cst.Call):
+                    break
+                target = bindings[0]
+            if not (isinstance(target, cst.Call) and self.imports.qualify(target.func) in _PARTIAL and target.args):
+                break
+            function, *given = target.args
+            if function.keyword is not None or function.star:
+                break
+            filled += sum(1 for arg in given if arg.keyword is None and not arg.star)
+            target = function.value
+        return target, filled
+
+    def _bindings(self, sender: ScopeFacts) -> dict:
+        scope = sender.scope.node
+        if id(scope) not in self._bound:
+            self._bound[id(scope)] = value_bindings(scope)
+        return self._bound[id(scope)]
+
     def _target(self, sender: ScopeFacts, target: cst.BaseExpression | None) -> ScopeFacts | None:
+        target, _ = self._called(sender, target)
         if isinstance(target, cst.Name):
             caller = sender.scope
             inner = (*caller.enclosing, caller.name) if caller.is_function else ()
