@@ -36,8 +36,9 @@ class CudaTensorToForkedChild(Rule):
     default on Linux up to Python 3.13; set `target-version` to say which Python you target).
     A `DataLoader` with workers hands them its dataset: one that holds CUDA tensors made in
     the main process — a `TensorDataset(x.cuda(), y)`, or a Dataset class that stores one on
-    `self` (`self.class_weights = w.cuda()`), read by the workers or not — is reported at the
-    `DataLoader`.
+    `self` (`self.class_weights = w.cuda()`), or stores a tensor its construction is handed
+    after the caller moved it (`x = x.cuda()`, then `Nodes(x)`), read by the workers or not —
+    is reported at the `DataLoader`.
 
     ## Why is this bad?
     A forked child cannot use CUDA once the parent has, and holding a CUDA tensor means the
@@ -133,8 +134,70 @@ class Weighted(Dataset):
 
 loader = DataLoader(Weighted(), batch_size=2, num_workers=1)
 """,
+        # the constructor is handed a CPU copy of the tensor the model uses
+        """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Nodes(Dataset):
+    def __init__(self, features):
+        self.features = features
+
+    def __len__(self):
+        return len(self.features)
+
+    def __getitem__(self, index):
+        return self.features[index]
+
+def main():
+    features = torch.randn(10, 4).cuda()
+    loader = DataLoader(Nodes(features.cpu()), batch_size=2, num_workers=2)
+    return [batch.to(features.device) for batch in loader]
+""",
     )
     INVALID = (
+        Invalid(
+            # `__init__` stores what the construction hands it: a tensor the caller moved to the GPU
+            """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Nodes(Dataset):
+    def __init__(self, features):
+        self.features = features
+
+    def __len__(self):
+        return len(self.features)
+
+    def __getitem__(self, index):
+        return self.features[index]
+
+def main():
+    features = torch.randn(10, 4).to(torch.device("cuda"))
+    loader = DataLoader(Nodes(features), batch_size=2, num_workers=2)
+    return [batch for batch in loader]
+""",
+            (17,),
+            fixed="""
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Nodes(Dataset):
+    def __init__(self, features):
+        self.features = features
+
+    def __len__(self):
+        return len(self.features)
+
+    def __getitem__(self, index):
+        return self.features[index]
+
+def main():
+    features = torch.randn(10, 4).to(torch.device("cuda"))
+    loader = DataLoader(Nodes(features), batch_size=2, num_workers=2, multiprocessing_context="spawn")
+    return [batch for batch in loader]
+""",
+        ),
         Invalid(
             """
 import torch
@@ -250,7 +313,7 @@ def _held_cuda_tensor(loader: WorkerLoader, found: Datasets, ctx: FileContext) -
             return tensor
     for each in found.loaders:
         if each.node is loader.node:
-            made = cuda_attributes(found.classes[each.dataset], names, imports)
+            made = cuda_attributes(found.classes[each.dataset], found, names, imports)
             if made:
                 return min(made.values(), key=lambda call: ctx.line(call))
     return None

@@ -428,7 +428,7 @@ loader = DataLoader(data, batch_size=8, num_workers=2, worker_init_fn=seed_worke
             calls = _WorkerCudaUses(
                 names | _device_attributes(cls, found, names, ctx), ctx.semantic.imports, None if spawned else setting
             )
-            made = cuda_attributes(cls, names, ctx.semantic.imports)
+            made = cuda_attributes(cls, found, names, ctx.semantic.imports)
             reads = _AttributeReads(made)
             for method in cls.worker_methods().values():
                 calls.walk(method.body)

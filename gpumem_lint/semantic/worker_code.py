@@ -8,7 +8,7 @@ tensors its workers index that the main process made.
   `__init__` stored a callable there: directly (`self.transform = ToGpu()`) or from a parameter
   that a construction of the class fills (`Features(rows, transform=ToGpu())`);
 - the tensors a `TensorDataset(x.cuda(), y)` holds (`held_tensors`), and the CUDA tensors a Dataset
-  class stores on `self` (`cuda_attributes`).
+  class stores on `self` (`cuda_attributes`), made there or handed to its constructor.
 
 A callable is resolved within the module: a module-level function by name (also through
 `functools.partial(f, ...)`), a lambda, or an instance of a module class that defines `__call__`
@@ -238,13 +238,23 @@ class _Callables(Walker):
         return False
 
 
-def cuda_attributes(cls: DatasetClass, names: set[str], imports: ImportTable) -> dict[str, cst.Call]:
-    """The attributes any method of `cls` assigns a CUDA tensor (`self.X = X.cuda()`), each with the call
-    that made it: the dataset object holds them when it reaches the workers."""
+def cuda_attributes(
+    cls: DatasetClass, datasets: Datasets, names: set[str], imports: ImportTable
+) -> dict[str, cst.Call]:
+    """The attributes any method of `cls` assigns a CUDA tensor (`self.X = X.cuda()`), or `__init__` stores
+    from a parameter that a construction fills with one (`NodeData(x)` after `x = x.cuda()`), each with
+    the call that made it: the dataset object holds them when it reaches the workers."""
     collector = _CudaAttributes(names, imports)
     for method in cls.methods.values():
         collector.walk(method.body)
-    return collector.made
+    made = collector.made
+    for attribute, values in stored_values(cls, datasets).items():
+        for value in values:
+            if isinstance(value, cst.Name):
+                value = datasets.values.get(value.value, value)
+            if isinstance(value, cst.Call) and cuda_call(value, names, imports):
+                made.setdefault(attribute, value)
+    return made
 
 
 class _CudaAttributes(Walker):
