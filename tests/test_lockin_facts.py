@@ -155,3 +155,36 @@ def test_compiler_variables_are_read_only_by_the_config_modules():
         if path.relative_to(root.parent).as_posix() not in _CONFIG_MODULES and "test" not in path.name:
             text = path.read_text(encoding="utf-8", errors="replace")
             assert not [name for name in names if f'"{name}"' in text], path
+
+
+# Each call the lock-in table says does nothing when `enabled=False` is written, as the table writes it; run in
+# this process with `torch.cuda.is_available` counted (the call that runs cuInit, measured on the GPU machine).
+_DISABLED_CALLS = {
+    "torch.amp.GradScaler": "torch.amp.GradScaler('cuda', enabled={})",
+    "torch.cuda.amp.GradScaler": "torch.cuda.amp.GradScaler(enabled={})",
+    "torch.cuda.amp.autocast": "torch.cuda.amp.autocast(enabled={})",
+    "torch.autocast": "torch.autocast('cuda', enabled={})",
+    "torch.amp.autocast": "torch.amp.autocast('cuda', enabled={})",
+}
+
+
+def test_the_disabled_calls_are_measured():
+    event = lockin_table().events["cuda_driver_init"]
+    assert set(event.disabled_by) == set(_DISABLED_CALLS)
+    assert set(event.disabled_by.values()) == {"enabled"}
+
+
+@pytest.mark.parametrize("name", sorted(_DISABLED_CALLS))
+def test_a_disabled_autocast_or_scaler_asks_nothing_of_cuda(name: str, monkeypatch):
+    import warnings
+
+    import torch
+
+    asked: list[int] = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: asked.append(1) or False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated spellings, and "CUDA is not available"
+        eval(_DISABLED_CALLS[name].format("False"), {"torch": torch})
+        assert asked == []
+        eval(_DISABLED_CALLS[name].format("True"), {"torch": torch})
+    assert asked, "enabled, it asks is_available(): the table's row for the call itself stands"

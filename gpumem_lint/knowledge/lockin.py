@@ -32,6 +32,7 @@ class Event:
     calls: frozenset[str]
     cuda_argument_calls: frozenset[str]  # count only when the first argument / device_type names CUDA
     calls_with_keyword: dict[str, str]  # count only when called with this keyword argument
+    disabled_by: dict[str, str]  # count unless this keyword argument is the literal False
     methods: frozenset[str]
     device_methods: frozenset[str]
     device_keyword: str | None
@@ -99,6 +100,7 @@ def lockin_table() -> LockinTable:
             calls=frozenset(raw.get("calls", ())),
             cuda_argument_calls=frozenset(raw.get("cuda_argument_calls", ())),
             calls_with_keyword=dict(raw.get("calls_with_keyword", {})),
+            disabled_by=dict(raw.get("disabled_by", {})),
             methods=frozenset(raw.get("methods", ())),
             device_methods=frozenset(raw.get("device_methods", ())),
             device_keyword=raw.get("device_keyword"),

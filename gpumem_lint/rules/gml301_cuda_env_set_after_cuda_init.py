@@ -16,7 +16,8 @@ class CudaEnvSetAfterCudaInit(Rule):
     module it imports ran CUDA code at import time.
 
     The driver initialises earlier than most code expects: `torch.cuda.is_available()`,
-    `get_arch_list()`, `GradScaler("cuda")`, `autocast("cuda")` and the binding
+    `get_arch_list()`, `GradScaler("cuda")`, `autocast("cuda")` (unless written with
+    `enabled=False`: then neither asks `is_available()`) and the binding
     `torch._C._cuda_getDeviceCount()` that `is_available()` calls all run `cuInit`;
     `torch.device("cuda")`, `torch.cuda.device_count()` (NVML), `is_initialized()` and
     `manual_seed` do not. Writes before `import torch`, right after it, or before any such call
@@ -214,8 +215,50 @@ def share_visible_devices():
 
 share_visible_devices()
 """,
+        # a disabled autocast asks nothing of CUDA: the decorator runs at import, before the write
+        """
+import os
+
+import torch
+
+
+@torch.autocast(device_type="cuda", enabled=False)
+def reference_energy(x):
+    return (x.double() ** 2).sum()
+
+
+def main(gpu):
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    return reference_energy(torch.ones(3, device="cuda"))
+""",
     )
     INVALID = (
+        # enabled by a flag: the scaler asks `torch.cuda.is_available()`, which runs cuInit
+        Invalid(
+            """
+import os
+
+import torch
+
+
+def main(gpu, use_amp):
+    scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    return scaler, torch.ones(3, device="cuda")
+""",
+            (9,),
+            fixed="""
+import os
+
+import torch
+
+
+def main(gpu, use_amp):
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
+    return scaler, torch.ones(3, device="cuda")
+""",
+        ),
         # two tests of different values: both setups may run, the second after the first's CUDA call
         Invalid(
             """

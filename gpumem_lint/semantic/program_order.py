@@ -627,6 +627,8 @@ class ProgramOrder:
                     continue
                 if name in spec.calls_with_keyword and _given(_keyword(call, spec.calls_with_keyword[name])):
                     return event
+                if name in spec.disabled_by and _is_false(_keyword(call, spec.disabled_by[name])):
+                    continue
                 if name in spec.calls or name in spec.cuda_argument_calls:
                     if spec.unless_env and self._env_written_before(spec.unless_env, steps):
                         return None
@@ -732,6 +734,11 @@ def _first_argument(call: cst.Call, keyword: str | None) -> cst.BaseExpression |
 def _given(value: cst.BaseExpression | None) -> bool:
     """A keyword argument passed, with a value other than a literal `False` or `None` (`with_cuda=True`)."""
     return value is not None and not (isinstance(value, cst.Name) and value.value in {"False", "None"})
+
+
+def _is_false(value: cst.BaseExpression | None) -> bool:
+    """A keyword argument passed as the literal `False` (`autocast("cuda", enabled=False)`)."""
+    return isinstance(value, cst.Name) and value.value == "False"
 
 
 def _keyword(call: cst.Call, keyword: str | None) -> cst.BaseExpression | None:
