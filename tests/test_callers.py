@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import libcst as cst
+import pytest
 
 from gpumem_lint.engine import lint_path
 from gpumem_lint.rules.gml301_cuda_env_set_after_cuda_init import CudaEnvSetAfterCudaInit
@@ -160,3 +161,32 @@ def test_a_method_no_constructor_reaches_is_not_followed_to_callers(tmp_path: Pa
     source = _experiments(tmp_path, {"run.py": run})
     source.write_text(text, encoding="utf-8")
     assert _gml301(source) == []
+
+
+PLACEMENT = """
+import os
+
+def place(model, gpus):
+    if "CUDA_VISIBLE_DEVICES" not in os.environ:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus
+    return model.cuda()
+"""
+TWO_PLACEMENTS = "from exp.place import place\n\ndef main(a, b):\n    a = place(a, '0')\n    b = place(b, '1')\n"
+
+
+@pytest.mark.parametrize(
+    ("guard", "late"),
+    [
+        ('if "CUDA_VISIBLE_DEVICES" not in os.environ:', False),
+        ('if os.environ.get("CUDA_VISIBLE_DEVICES") is None:', False),
+        ('if not os.getenv("CUDA_VISIBLE_DEVICES") and gpus:', False),
+        ("if gpus:", True),  # the second call writes '1' after the first call's allocation
+    ],
+)
+def test_a_write_made_only_while_unset_is_not_late_after_its_own_earlier_call(tmp_path: Path, guard: str, late: bool):
+    placement = PLACEMENT.replace('if "CUDA_VISIBLE_DEVICES" not in os.environ:', guard)
+    source = _experiments(tmp_path, {"exp/place.py": placement, "run.py": TWO_PLACEMENTS})
+    messages = _gml301(source.with_name("place.py"))
+    assert len(messages) == late
+    if late:
+        assert "`model.cuda()` at place.py:7 (run by `place(a, '0')` at line 4 in ../run.py)" in messages[0]

@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import re
 import textwrap
-from pathlib import Path
 from collections.abc import Iterator
+from itertools import pairwise
+from pathlib import Path
 
 import libcst as cst
 
@@ -34,6 +35,7 @@ from gpumem_lint.semantic.env_writes import (
     variable_read,
     variables_read,
 )
+from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.program_order import LAUNCH, Site
 from gpumem_lint.semantic.walk import NodeIds, Walker, used_names
 
@@ -105,11 +107,54 @@ def _first_event_before_callers(
             callers = constructions_of(source.resolve(), owner.name.value)
         else:
             continue
+        once = _once_only(write, ctx)
         for caller in callers:
             ctx.dependencies.update((caller.path, *caller.through))
-            if (site := caller.order.first_event_before(caller.call, events)) is not None:
+            # an earlier call of the same code set the variable, so this call writes nothing: not an event before it
+            earlier = _calls_like(caller.call) if once else None
+            if (site := caller.order.first_event_before(caller.call, events, skip=earlier)) is not None:
                 return site, caller
     return None, None
+
+
+def _calls_like(call: cst.Call):
+    callee = dotted_name(call.func)
+    return lambda step: isinstance(step.node, cst.Call) and dotted_name(step.node.func) == callee
+
+
+def _once_only(write: EnvWrite, ctx: FileContext) -> bool:
+    """A write that runs only while its variable is unset (`setdefault`, or under `if "X" not in os.environ:`,
+    `os.environ.get("X") is None`, `not os.getenv("X")`): once it ran, the same code writes nothing again."""
+    imports = ctx.program_order.imports
+    if isinstance(write.node, cst.Call):
+        return imports.qualify(write.node.func) == "os.environ.setdefault"
+    path = _path_to(ctx.module.body, write.node) or []
+    tests = [
+        block[index].test
+        for (block, index), (inner, _) in pairwise(path)
+        if isinstance(block[index], cst.If) and inner == list(block[index].body.body)
+    ]
+    return any(_tests_unset(test, write.name, imports) for test in tests)
+
+
+def _tests_unset(test: cst.BaseExpression, name: str, imports) -> bool:
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.And) and (
+            _tests_unset(test.left, name, imports) or _tests_unset(test.right, name, imports)
+        )
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return variable_read(test.expression, imports) == name  # `not os.getenv("X")`
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    (comparison,) = test.comparisons
+    if isinstance(comparison.operator, cst.NotIn):  # `"X" not in os.environ`
+        return string_value(test.left) == name and imports.qualify(comparison.comparator) == "os.environ"
+    return (  # `os.environ.get("X") is None`
+        isinstance(comparison.operator, cst.Is)
+        and isinstance(comparison.comparator, cst.Name)
+        and comparison.comparator.value == "None"
+        and variable_read(test.left, imports) == name
+    )
 
 
 def _read_again(order, write: EnvWrite, row: Variable, ctx: FileContext, caller: Caller | None = None) -> bool:

@@ -45,8 +45,8 @@ class CudaEnvSetAfterCudaInit(Rule):
     `__init__` calls, is also late when another first-party module ran the event before calling
     that function or constructing the class, a subclass (two levels down) or a name bound to one
     (`Exp = Exp_Main`; `exp = Exp(args)` after `torch.cuda.is_available()`, the pattern of many
-    forecasting repositories); the message names that call. Third-party code is not read. `.to(x)` and `device=x` count as allocations
-    when `x` reads as a CUDA device (`"cuda"`, `"cuda:0"`, a name containing `device`, `cuda`,
+    forecasting repositories); the message names that call. Third-party code is not read.
+    `.to(x)` and `device=x` count as allocations when `x` reads as a CUDA device (`"cuda"`, `"cuda:0"`, a name containing `device`, `cuda`,
     `gpu` or `rank`). On ROCm, HIP reads `HIP_VISIBLE_DEVICES` or `CUDA_VISIBLE_DEVICES` as one
     device mask, so writing one with the other's value (`os.environ.pop("HIP_VISIBLE_DEVICES")`)
     renames the mask in effect and is not reported (`same_mask` in the lock-in table), also through

@@ -29,7 +29,6 @@ from gpumem_lint.semantic.processes import (
 )
 from gpumem_lint.semantic.values import Value
 
-
 _PARTIAL = frozenset({"functools.partial"})
 #: How many partials of partials are looked through.
 _PARTIAL_DEPTH = 3

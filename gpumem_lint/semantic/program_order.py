@@ -247,9 +247,12 @@ class ProgramOrder:
 
     # -- queries -------------------------------------------------------------------------------
 
-    def first_event_before(self, node: cst.CSTNode, events: Collection[str]) -> Site | None:
-        """The earliest step causing one of `events` that runs before `node` on some path."""
-        return self._first(node, events, before=True)
+    def first_event_before(
+        self, node: cst.CSTNode, events: Collection[str], skip: Callable[[Step], bool] | None = None
+    ) -> Site | None:
+        """The earliest step causing one of `events` that runs before `node` on some path; a step
+        `skip` accepts is passed over with what it runs."""
+        return self._first(node, events, before=True, skip=skip)
 
     def first_event_after(self, node: cst.CSTNode, events: Collection[str], reached: bool = False) -> Site | None:
         """The earliest step causing one of `events` that runs after `node` on some path.
@@ -326,7 +329,7 @@ class ProgramOrder:
         return self._first(node, (), before=False, reached=reached, matches=matches)
 
     def _first(
-        self, node: cst.CSTNode, events: Collection[str], before: bool, reached: bool = False, matches=None
+        self, node: cst.CSTNode, events: Collection[str], before: bool, reached: bool = False, matches=None, skip=None
     ) -> Site | None:
         wanted = frozenset(events)
         matches = matches or (lambda step: bool(step.events & wanted))
@@ -340,7 +343,7 @@ class ProgramOrder:
             target = timeline[position]
             entered = self._entered[timeline_index]
             for index, step in enumerate(timeline):
-                if index == position:
+                if index == position or (skip is not None and skip(step)):
                     continue
                 if entered <= index < imported:
                     # The import itself calls the function (`main()` unguarded): what it runs from that call
