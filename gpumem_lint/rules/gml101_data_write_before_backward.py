@@ -17,7 +17,10 @@ class DataWriteBeforeBackward(Rule):
     called on that value. Tensors the loss does not depend on (a target network
     updated between forward and backward) are not reported, nor is a write made before
     any forward used the tensor (setting a layer up: its first forward then sees the
-    new values).
+    new values). A tensor an op kept for its backward (`out = torch.sigmoid(z)` keeps
+    `out`; `knowledge/saved_for_backward.json`) counts as used by that op: a write to it
+    is reported even when the loss is computed after the write, since the loss's backward
+    still runs through the op that kept it.
 
     ## Why is this bad?
     Autograd saves the tensors it needs for the backward pass. `.data` returns an alias
@@ -140,8 +143,46 @@ for p in model.parameters():
         p.grad.data.zero_()
 loss.backward()
 """,
+        # a product is no op's saved tensor (`@` keeps its operands): the loss is computed from the clamped values
+        """
+import torch
+
+def straight_through_step(x, w):
+    w.requires_grad_()
+    y = x @ w
+    y.data.clamp_(min=0)
+    loss = (y * 2).sum()
+    loss.backward()
+    return w.grad
+""",
     )
     INVALID = (
+        Invalid(
+            # `sigmoid` kept its output for its backward: the loss computed after the write still runs through it
+            """
+import torch
+
+def squash_step(x, w):
+    w.requires_grad_()
+    out = torch.sigmoid(x @ w)
+    out.data.mul_(0.5)
+    loss = (out * 2).sum()
+    loss.backward()
+    return w.grad
+""",
+            (7,),
+            fixed="""
+import torch
+
+def squash_step(x, w):
+    w.requires_grad_()
+    out = torch.sigmoid(x @ w)
+    loss = (out * 2).sum()
+    loss.backward()
+    out.data.mul_(0.5)
+    return w.grad
+""",
+        ),
         Invalid(
             """
 import torch

@@ -236,8 +236,11 @@ class CallSemantics:
         if method == "backward":
             # `loss.backward()`, but `fabric.backward(loss)` / `accelerator.backward(loss)`.
             positional = [arg.value for arg in node.args if arg.keyword is None]
-            subject = node.func.value if receiver.tensor or not positional else positional[0]
-            self._check_backward(node, subject, state)
+            if receiver.tensor or not positional:
+                self._check_backward(node, node.func.value, state, receiver)
+            else:
+                loss = next(value for arg, value in zip(node.args, args) if arg.keyword is None)
+                self._check_backward(node, positional[0], state, loss)
             return EMPTY
         if method == "requires_grad_":
             return self._requires_grad_(node, receiver, state)
@@ -372,7 +375,7 @@ class CallSemantics:
         if qualified in k.no_grad_contexts:
             return EMPTY
         if qualified in _BACKWARD_FUNCTIONS and node.args:
-            self._check_backward(node, node.args[0].value, state)
+            self._check_backward(node, node.args[0].value, state, first)
             return self._fresh_value(node, tensor=True)
         if qualified.startswith("numpy."):
             if "out" in keywords:
@@ -509,9 +512,11 @@ class CallSemantics:
         writers = {self._handle(("step", id(node), id(storage)), storage, AliasKind.OWN, node) for storage in storages}
         self._write(Value(frozenset(writers)), node, op, state, module=True)
 
-    def _check_backward(self, node: cst.Call, receiver: cst.BaseExpression, state: State) -> None:
+    def _check_backward(self, node: cst.Call, receiver: cst.BaseExpression, state: State, loss: Value) -> None:
+        """`loss`: the value of `receiver` (`y.sum()` of `y.sum().backward()`), whose graph is what runs."""
         self.calls_backward = True
         places = _places_in(receiver)
+        self._backward_of_hidden_saved(node, loss, state)
         self._backward_runs(places, state, retained=is_constant(keyword(node, "retain_graph"), "True"))
         for place in places:
             for handle in state.env.get(place, ()):

@@ -64,6 +64,8 @@ class SavedSemantics:
         #: Writes to what a graph kept that raise only if a later backward runs that graph: an optimizer
         #: step, or a write after `backward(retain_graph=True)`. With what the graph's op had kept then.
         self._pending: dict[tuple[int, int], tuple[SavedWrite, tuple[int, int]]] = {}
+        #: Writes through `.data` to what an op kept, with what the op had kept then (`_note_hidden_saved`).
+        self._hidden_saved: dict[tuple[int, int], tuple[Write, Saving, tuple[int, int] | None]] = {}
 
     # ---------------------------------------------------------- recording
 
@@ -276,7 +278,10 @@ class SavedSemantics:
         not what an earlier pass kept: only this statement's own ops count then. An optimizer step
         (a write of whole modules: training calls and loads are not checked) and a write after
         `backward(retain_graph=True)` wait for a later backward of a loss whose graph holds the op."""
-        if not state.saved or write.writer.kind is AliasKind.DATA or write.rebinds:
+        if not state.saved or write.rebinds:
+            return
+        if write.writer.kind is AliasKind.DATA:
+            self._note_hidden_saved(write, state)
             return
         if write.module and write.op != "step()":
             return
@@ -293,6 +298,25 @@ class SavedSemantics:
                         self._pending.setdefault((id(write), id(saving)), (found, keeps))
                     else:
                         self.saved_writes.setdefault((id(write), id(saving)), found)
+
+    def _note_hidden_saved(self, write: Write, state: State) -> None:
+        """A write through `.data` to memory an op kept: no version counter sees it (F1, F2), so a later
+        backward through that op computes its gradient from the new values without an error (GML101)."""
+        for storage, savings in state.saved.items():
+            if storage.related(write.storage):
+                for saving in savings:
+                    if saving.node is not write.node:
+                        self._hidden_saved.setdefault((id(write), id(saving)), (write, saving, self._keeps.get(saving)))
+
+    def _backward_of_hidden_saved(self, node: cst.Call, loss: Value, state: State) -> None:
+        """`loss.backward()` through an op whose kept memory was written through `.data` since it kept it."""
+        graph = frozenset().union(*(h.graph for h in loss.handles))
+        for key, (write, saving, keeps) in list(self._hidden_saved.items()):
+            if self._keeps.get(saving) != keeps:
+                del self._hidden_saved[key]  # run again since: it kept the new values
+            elif saving in graph:
+                self.backward_hits.setdefault((id(write), id(node)), (write, node))
+                self._after_forward.add(write)
 
     def _backward_runs(self, losses: set[str], state: State, retained: bool) -> None:
         """`loss.backward()`: pending writes to what a graph kept raise now when `loss` was computed
