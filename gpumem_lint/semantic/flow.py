@@ -137,7 +137,10 @@ class ScopeFacts:
             evidence = self.scope.params.get(name) is True and name != self.scope.assumed_tensor
             if write.certain or evidence or not evidence_needed:
                 found.append(write)
-        return found
+        # One statement may write several parameters' memory (`x = a if c else b`): name them in the
+        # order of the signature, not of the handles' hashes, so that a report is the same in every run.
+        order = {name: index for index, name in enumerate(self.scope.all_params)}
+        return sorted(found, key=lambda write: order.get(write.storage.label, len(order)))
 
     def mutated_params(self, evidence_needed: bool = True) -> frozenset[str]:
         return frozenset(write.storage.label for write in self.argument_writes(evidence_needed))
