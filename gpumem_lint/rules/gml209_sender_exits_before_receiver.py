@@ -13,7 +13,9 @@ class SenderExitsBeforeReceiver(Rule):
     """
     ## What it does
     Flags a function that runs as a child process — the `target` of `Process`, the function
-    of `torch.multiprocessing.spawn`, defined in the same module, or the `run()` of a
+    of `torch.multiprocessing.spawn`, defined in the same module (also through
+    `functools.partial`, or a method of a module class bound to an instance:
+    `target=tracker.spin` after `tracker = Tracker()`), or the `run()` of a
     `multiprocessing.Process` subclass — that puts a tensor on a
     queue or pipe and then returns without waiting for the receiver: no `join()`, `wait()`,
     `get()`, `recv()` or barrier after the `put`. Returning ends the process.
@@ -91,6 +93,28 @@ def main(queue):
 """,
     )
     INVALID = (
+        Invalid(
+            # a bound method of a module class runs as the child: `tracker` is the only value of its name
+            """
+import torch
+import torch.multiprocessing as mp
+
+class Tracker:
+    def __init__(self, size):
+        self.size = size
+
+    def spin(self, frames):
+        frames.put(torch.zeros(self.size, device="cuda"))
+
+if __name__ == "__main__":
+    frames = mp.get_context("spawn").Queue()
+    tracker = Tracker(4)
+    child = mp.get_context("spawn").Process(target=tracker.spin, args=(frames,))
+    child.start()
+    print(frames.get().sum().item())
+""",
+            (10,),
+        ),
         Invalid(
             """
 import torch

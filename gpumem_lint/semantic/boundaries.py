@@ -206,16 +206,22 @@ class ProcessModel:
                     and scope.enclosing in ((), inner)
                 ):
                     return facts
-        if (
-            isinstance(target, cst.Attribute)
-            and isinstance(target.value, cst.Name)
-            and target.value.value == "self"
-            and sender.scope.class_name is not None
-        ):
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            cls = self._class_of(sender, target.value.value)
             for facts in self.facts:
                 scope = facts.scope
-                if scope.class_name == sender.scope.class_name and scope.name == target.attr.value:
+                if cls is not None and scope.class_name == cls and scope.name == target.attr.value:
                     return facts
+        return None
+
+    def _class_of(self, sender: ScopeFacts, name: str) -> str | None:
+        """The class of this module whose method `name.method` is: `self`'s, or that of the instance the only
+        assignment of `name` in the sender's scope makes (`tracker = Tracker()`, then `target=tracker.spin`)."""
+        if name == "self":
+            return sender.scope.class_name
+        bindings = self._bindings(sender).get(name, ())
+        if len(bindings) == 1 and isinstance(bindings[0], cst.Call) and isinstance(bindings[0].func, cst.Name):
+            return bindings[0].func.value
         return None
 
     def _module_start_method(self) -> StartMethod:
