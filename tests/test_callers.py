@@ -10,6 +10,7 @@ import libcst as cst
 import pytest
 
 from gpumem_lint.engine import lint_path
+from gpumem_lint.rules.gml203_cuda_tensor_to_forked_child import CudaTensorToForkedChild
 from gpumem_lint.rules.gml301_cuda_env_set_after_cuda_init import CudaEnvSetAfterCudaInit
 from gpumem_lint.rules.gml304_distributed_env_set_after_init import DistributedEnvSetAfterInit
 from gpumem_lint.semantic.callers import callers_of, constructions_of, importers_of
@@ -190,3 +191,45 @@ def test_a_write_made_only_while_unset_is_not_late_after_its_own_earlier_call(tm
     assert len(messages) == late
     if late:
         assert "`model.cuda()` at place.py:7 (run by `place(a, '0')` at line 4 in ../run.py)" in messages[0]
+
+
+MAPPER = """
+import torch
+from torch.multiprocessing import Process
+
+def optimise(poses):
+    poses.add_(0.01)
+
+class Mapper:
+    def __init__(self):
+        self.poses = torch.zeros(4, device="cuda")
+        self.backend = Process(target=optimise, args=(self.poses,))
+        self.backend.start()
+"""
+SCRIPT = "import sys\nimport torch.multiprocessing as mp\nsys.path.insert(0, 'slam')\nfrom mapper import Mapper\n\n"
+
+
+@pytest.mark.parametrize(
+    ("scripts", "reported"),
+    [
+        ({"demo.py": 'if __name__ == "__main__":\n    mp.set_start_method("spawn")\n    Mapper()\n'}, False),
+        (
+            {
+                "demo.py": 'if __name__ == "__main__":\n    mp.set_start_method("spawn")\n    Mapper()\n',
+                "bench.py": 'if __name__ == "__main__":\n    Mapper()\n',  # forks: the default
+            },
+            True,
+        ),
+        ({"demo.py": 'if __name__ == "__main__":\n    mp.set_start_method("fork")\n    Mapper()\n'}, True),
+        ({}, True),  # no script imports it: the default
+    ],
+)
+def test_the_start_method_every_importing_script_sets(tmp_path: Path, scripts: dict[str, str], reported: bool):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "slam").mkdir()
+    source = tmp_path / "slam" / "mapper.py"
+    source.write_text(MAPPER, encoding="utf-8")
+    for name, text in scripts.items():
+        (tmp_path / name).write_text(SCRIPT + text, encoding="utf-8")
+    found = [d.code for d in lint_path(source, str(source), [CudaTensorToForkedChild])]
+    assert found == (["GML203"] if reported else [])

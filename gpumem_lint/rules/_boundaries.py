@@ -10,11 +10,12 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.semantic.boundaries import ProcessModel, StartMethod
+from gpumem_lint.semantic.callers import importers_of, parsed_module
 from gpumem_lint.semantic.datasets import Datasets, WorkerLoader, datasets
 from gpumem_lint.semantic.devices import cuda_names, made_on_cuda, moved_to_cuda
 from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.imports import dotted_name
-from gpumem_lint.semantic.processes import FRESH_METHODS, START_METHODS, Crossing
+from gpumem_lint.semantic.processes import FRESH_METHODS, START_METHODS, Crossing, method_argument, process_table
 from gpumem_lint.semantic.walk import Walker
 from gpumem_lint.target import find_target
 
@@ -35,7 +36,44 @@ def process_model(ctx: FileContext) -> ProcessModel:
 
 
 def _process_model(ctx: FileContext) -> ProcessModel:
-    return ProcessModel(ctx.semantic.facts, ctx.semantic.imports, target_version(ctx))
+    return ProcessModel(
+        ctx.semantic.facts, ctx.semantic.imports, target_version(ctx), entry_method=lambda: entry_start_method(ctx)
+    )
+
+
+def entry_start_method(ctx: FileContext) -> str | None:
+    """The start method the entry scripts set for this module: every first-party script that imports it
+    (a module with a `__main__` block, up to `IMPORT_DEPTH` imports up) calls `set_start_method` with the
+    same literal method (`torch.multiprocessing.set_start_method("spawn")` before building the object
+    whose method starts the children). None when one sets none, or there is no such script."""
+    source = Path(ctx.path)
+    if not source.is_file():
+        return None
+    methods = set()
+    for importer in importers_of(source.resolve()):
+        parsed = parsed_module(importer.path)
+        if parsed is None or not any(_is_main_block(statement) for statement in parsed[0].body):
+            continue
+        ctx.dependencies.add(importer.path)
+        setters = _StartMethodSetters(importer.order.imports)
+        setters.walk(parsed[0])
+        methods |= setters.methods or {None}
+    return methods.pop() if len(methods) == 1 else None
+
+
+def _is_main_block(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.If) and is_main_guard(statement.test)
+
+
+class _StartMethodSetters(Walker):
+    def __init__(self, imports) -> None:
+        self.imports = imports
+        self.methods: set[str | None] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.imports.qualify(node.func) in process_table().setters:
+            method = method_argument(node)
+            self.methods.add(method if method in START_METHODS else None)
 
 
 def module_datasets(ctx: FileContext) -> Datasets:

@@ -34,6 +34,9 @@ class CudaTensorToForkedChild(Rule):
     started with the **fork** start method: `Process(args=...)`, a `Pool` or
     `ProcessPoolExecutor` task, with fork chosen explicitly or by default (fork is the stdlib
     default on Linux up to Python 3.13; set `target-version` to say which Python you target).
+    A module that sets no start method takes the one every first-party script importing it
+    sets (`torch.multiprocessing.set_start_method("spawn")` in each `__main__` block, as SLAM
+    and RL code does before building the object that starts its children).
     A `DataLoader` with workers hands them its dataset: one that holds CUDA tensors made in
     the main process — a `TensorDataset(x.cuda(), y)`, or a Dataset class that stores one on
     `self` (`self.class_weights = w.cuda()`), or stores a tensor its construction is handed

@@ -11,6 +11,7 @@ Windows default to spawn on every version: a default start method pickles there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -72,14 +73,20 @@ class Receiver:
 
 class ProcessModel:
     def __init__(
-        self, facts: list[ScopeFacts], imports: ImportTable, target_version: tuple[int, int] | None = None
+        self,
+        facts: list[ScopeFacts],
+        imports: ImportTable,
+        target_version: tuple[int, int] | None = None,
+        entry_method: Callable[[], str | None] | None = None,
     ) -> None:
+        """`entry_method()`: the start method every entry script that imports the module sets, if any
+        (asked only when the module sets none itself)."""
         self.facts = facts
         self.imports = imports
         self.target_version = target_version
+        self._entry_method = entry_method
         self._reanalysed: dict[tuple, ScopeFacts] = {}
         self._bound: dict[int, dict] = {}  # id of a scope's node -> its names' bindings
-        self._module_method = self._module_start_method()
 
     # ---------------------------------------------------------------- queries
 
@@ -224,13 +231,17 @@ class ProcessModel:
             return bindings[0].func.value
         return None
 
-    def _module_start_method(self) -> StartMethod:
+    @cached_property
+    def _module_method(self) -> StartMethod:
         settings = [setting for facts in self.facts for setting in facts.processes.start_method_settings]
         methods = {method for _, method in settings}
         if len(methods) == 1 and methods <= START_METHODS:
             return StartMethod(methods.pop(), node=settings[0][0])
         if methods:
             return StartMethod(None)  # chosen at run time, or differently on different paths
+        entry = self._entry_method() if self._entry_method is not None else None
+        if entry is not None:
+            return StartMethod(entry)  # `set_start_method("spawn")` in the scripts that import the module
         version = self.target_version
         forkserver = version is not None and version >= process_table().forkserver_default_from
         return StartMethod("forkserver" if forkserver else "fork", default=True)

@@ -3,7 +3,9 @@
 The engine lints one file at a time, so another module is read here, lazily: resolved relative
 to the importing file's directory (Python puts a script's directory on `sys.path`), its package
 (relative imports), and the project root (the nearest directory above with pyproject.toml,
-setup.py or .git, and its `src/`). Only files inside the project root are followed, at most
+setup.py or .git, and its `src/`), and the directories the importing file adds to `sys.path` as
+literals (`sys.path.append("core")`). A directory without `__init__.py` is a namespace package
+(PEP 420). Only files inside the project root are followed, at most
 `MAX_IMPORT_DEPTH` imports deep. Each module's summary — the events it causes at import time, in
 order, with its own file and line — is cached per process and per file version, shared with
 the other processes of a run (`share_summaries`), and kept by the result cache for the next run
@@ -18,6 +20,7 @@ import ast
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -188,9 +191,32 @@ def _resolve_from(module: str, dots: int, names: tuple[str, ...], source: Path, 
     return tuple(_dedupe(files, source))
 
 
+#: `sys.path.append("droid_slam")`, `sys.path.insert(0, "../core")`: a literal directory a script adds.
+_SYS_PATH_LITERAL = re.compile(r"""sys\.path\.(?:append|insert)\(\s*(?:\d+\s*,\s*)?r?["']([^"'\n]+)["']\s*\)""")
+
+
+@lru_cache(maxsize=4096)
+def _added_bases(source: Path, root: Path) -> tuple[Path, ...]:
+    """The directories `source` adds to `sys.path` as literals, read from its script's directory (or the
+    root, where such scripts are run from), inside the root: research scripts import their packages so."""
+    try:
+        text = source.read_text(encoding="utf-8") if source.stat().st_size <= _MAX_BYTES else ""
+    except (OSError, UnicodeDecodeError):
+        return ()
+    if "sys.path" not in text:
+        return ()
+    bases = []
+    for directory in _SYS_PATH_LITERAL.findall(text):
+        for base in (source.parent / directory, root / directory):
+            resolved = _resolved(base)
+            if resolved.is_dir() and resolved.is_relative_to(root):
+                bases.append(resolved)
+    return tuple(dict.fromkeys(bases))
+
+
 def _absolute(parts: list[str], source: Path, root: Path) -> tuple[list[Path], Path | None]:
     """The files `import a.b` runs, and the directory of `a.b` when it is a package (else None)."""
-    for base in dict.fromkeys((source.parent, root, root / "src")):
+    for base in dict.fromkeys((source.parent, root, root / "src", *_added_bases(source, root))):
         if base.is_relative_to(root):
             files, found = _walk_package(base, parts, root)
             if found and parts:

@@ -197,10 +197,10 @@ class ProcessSemantics:
         """The value of a boundary call, or None when `node` is not one."""
         table = process_table()
         if qualified in table.setters:
-            self.process_facts.start_method_settings.append((node, _method_argument(node) or UNKNOWN_METHOD))
+            self.process_facts.start_method_settings.append((node, method_argument(node) or UNKNOWN_METHOD))
             return EMPTY
         if qualified in table.contexts:
-            return self._object(node, ProcessObject("context", _method_argument(node)))
+            return self._object(node, ProcessObject("context", method_argument(node)))
         if qualified in table.constructors:
             return self._construct(node, table.constructors[qualified], None, args, state)
         if qualified in table.spawners:
@@ -535,7 +535,7 @@ def _literal_method(node: cst.BaseExpression) -> str:
     return UNKNOWN_METHOD
 
 
-def _method_argument(node: cst.Call) -> str | None:
+def method_argument(node: cst.Call) -> str | None:
     """`get_context("spawn")` -> "spawn"; `get_context()` -> None (the default)."""
     method = _argument(node, 0, "method")
     return None if method is None else _literal_method(method)
