@@ -49,6 +49,9 @@ class InplaceWriteOnSavedTensor(Rule):
     (`SigmoidBackward0`), never the line that wrote; this rule names both lines.
 
     ## Known problems
+    A loop over `range(n)` (or `enumerate(xs)`) exits from its last pass, where the index is
+    `n - 1`: an activation skipped there (`if i < n - 1: x = F.relu(x)`) is not what the loop
+    leaves in `x`; other tests of the index are taken to go either way.
     A module of a package whose `__init__.py` turns grad off at import (a top-level
     `torch.set_grad_enabled(False)`, as inference servers do) is taken to run without autograd,
     unless it turns grad back on itself (`torch.enable_grad()`).
@@ -101,6 +104,26 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # no activation after the last layer: the pass the loop exits from has `i == len(self.layers) - 1`
+        """
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ResidualMLP(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+
+    def forward(self, inputs):
+        x = inputs
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i < len(self.layers) - 1:
+                x = F.relu(x)
+        x += inputs
+        return x
+""",
         # the block's last layer, batch norm, keeps its input, not what it returns
         """
 import torch.nn as nn
@@ -552,6 +575,61 @@ Solver().train([torch.randn(4, 8) for _ in range(2)])
 """,
     )
     INVALID = (
+        Invalid(
+            # the activation is skipped on the first pass, not the last: the loop exits with relu's output
+            """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ResidualMLP(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+
+    def forward(self, inputs):
+        x = inputs
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i > 0:
+                x = F.relu(x)
+        x += inputs
+        return x
+
+
+model = ResidualMLP(4, 3)
+model(torch.randn(2, 4)).sum().backward()
+print("ok")
+""",
+            (18,),
+            fixed="""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ResidualMLP(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+
+    def forward(self, inputs):
+        x = inputs
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i > 0:
+                x = F.relu(x)
+        x = x + inputs
+        return x
+
+
+model = ResidualMLP(4, 3)
+model(torch.randn(2, 4)).sum().backward()
+print("ok")
+""",
+            prints="ok",
+        ),
         # the block's last layer, a ReLU, keeps what it returns for its backward
         Invalid(
             """

@@ -234,3 +234,39 @@ class _Around(_Tests):
                 self.walk(arm)
         if key is not None:
             self.enclosing.pop()
+
+
+def last_pass_tests(loop: cst.For) -> dict[str, bool]:
+    """What tests of the loop's index are on its last pass, which is the state the loop exits with:
+    `for i in range(n)` (or `range(a, n)`, `for i, x in enumerate(xs)` with n = `len(xs)`) ends with
+    `i == n - 1`, so `if i != n - 1: x = relu(x)` did not run on it. Keyed by the test's text without spaces."""
+    target, stop = _index_and_stop(loop)
+    if target is None or stop is None:
+        return {}
+    last = f"{stop}-1"
+    holds = {f"{target}=={last}", f"{target}>={last}", f"{target}+1=={stop}", f"{target}+1>={stop}"}
+    fails = {f"{target}!={last}", f"{target}<{last}", f"{target}+1!={stop}", f"{target}+1<{stop}"}
+    return {**dict.fromkeys(holds, True), **dict.fromkeys(fails, False)}
+
+
+def spaceless(node: cst.CSTNode) -> str:
+    return "".join(_code(node).split())
+
+
+def _index_and_stop(loop: cst.For) -> tuple[str | None, str | None]:
+    iterated = loop.iter
+    if not isinstance(iterated, cst.Call) or any(arg.keyword or arg.star for arg in iterated.args):
+        return None, None
+    name = dotted_name(iterated.func)
+    if name == "range" and len(iterated.args) in (1, 2) and isinstance(loop.target, cst.Name):
+        return loop.target.value, spaceless(iterated.args[-1].value)
+    if (
+        name == "enumerate"
+        and len(iterated.args) == 1
+        and isinstance(loop.target, cst.Tuple)
+        and len(loop.target.elements) == 2
+        and isinstance(index := loop.target.elements[0].value, cst.Name)
+    ):
+        return index.value, f"len({spaceless(iterated.args[0].value)})"
+    return None, None
+

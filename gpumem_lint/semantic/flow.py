@@ -23,7 +23,7 @@ import libcst as cst
 from gpumem_lint.knowledge import Knowledge, knowledge
 from gpumem_lint.semantic.attribute_places import AttributePlaces
 from gpumem_lint.semantic.calls import CallSemantics, Mutator
-from gpumem_lint.semantic.conditions import test_key
+from gpumem_lint.semantic.conditions import last_pass_tests, spaceless, test_key
 from gpumem_lint.semantic.elements import Elements
 from gpumem_lint.semantic.grad import GradSemantics, output_grad
 from gpumem_lint.semantic.imports import ImportTable, dotted_name, place_prefixes
@@ -180,6 +180,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._attribute_places = AttributePlaces()
         self._storages: dict[tuple, Storage] = {}
         self._loops: list[_Loop] = []
+        self._last_pass: dict[str, bool] = {}  # a loop's index tests on its last pass, while it is analysed
         self._born: set[Handle] = set()  # handles (re)made by the current statement
         self._zip_parts: dict[int, list[Value]] = {}
         # Kept by node: a loop's body is analysed more than once.
@@ -288,6 +289,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
 
     def _assumption(self, test: cst.BaseExpression) -> bool | None:
         """The value this analysis assumes the test has (see `conditions`), or None."""
+        if self._last_pass and (last := self._last_pass.get(spaceless(test))) is not None:
+            return last
         if not self.assumed:
             return None
         key = test_key(test)
@@ -420,11 +423,33 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if new_head.same_as(head):
                 break
             head = new_head
+        last = last_pass_tests(node) if isinstance(node, cst.For) and end.reachable else {}
+        if last and not self._last_pass:
+            exit_state = self._last_loop_pass(node, iterable, head, last, loop.breaks)
         self._loops.pop()
         del self._containers[len(self._containers) - len(mapping) :]
         if node.orelse is not None:
             exit_state = self._block(node.orelse.body.body, exit_state)
         return exit_state
+
+    def _last_loop_pass(self, node: cst.For, iterable, head: State, last: dict[str, bool], breaks) -> State:
+        """The loop's exit state from a last pass in which its index tests take their last values
+        (`conditions.last_pass_tests`), joined with the passes that broke out."""
+        loop = self._loops[-1]
+        loop.continues.clear()
+        body_state = head.copy()
+        self._bind_iteration(node.target, iterable, node.iter, body_state)
+        self._move_indices(node.target, body_state)
+        self._last_pass = last
+        try:
+            end = self._block(node.body.body, body_state)
+        finally:
+            self._last_pass = {}
+        for continued in loop.continues:
+            end = end.join(continued)
+        for broke in breaks:
+            end = end.join(broke)
+        return end
 
     def _with(self, node: cst.With, state: State) -> State:
         no_grad = False
