@@ -23,7 +23,7 @@ class InplaceWriteOnArgument(Rule):
     ## What it does
     Flags an in-place write to a tensor the caller passed in — `x += self.bias`,
     `x.relu_()`, `F.relu(x, inplace=True)`, an `nn.ReLU(inplace=True)` applied to the
-    input, `x[mask] = 0` — in a module's `forward`, or in a plain function (or the
+    input (also as the first layer of an `nn.Sequential` called on it), `x[mask] = 0` — in a module's `forward`, or in a plain function (or the
     `__call__` of a class, such as a transform: `norm(x)` runs `Normalize.__call__`) that
     returns a value and that a caller in the same module passes a tensor it reads again
     afterwards, when nothing says that mutating the argument is the function's job. A function that
@@ -598,6 +598,44 @@ def decode(layers, hidden):
 """,
     )
     INVALID = (
+        Invalid(
+            # the Sequential's first layer is `ReLU(inplace=True)`: calling it rectifies `x`, which the residual reads
+            """
+import torch.nn as nn
+
+
+class ResBlock(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Sequential(
+            nn.ReLU(inplace=True),
+            nn.Conv2d(channels, channels, 3, padding=1),
+        )
+
+    def forward(self, x):
+        out = self.conv(x)
+        out += x
+        return out
+""",
+            (14,),
+            fixed="""
+import torch.nn as nn
+
+
+class ResBlock(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Sequential(
+            nn.ReLU(inplace=True),
+            nn.Conv2d(channels, channels, 3, padding=1),
+        )
+
+    def forward(self, x):
+        out = self.conv(x.clone())
+        out += x
+        return out
+""",
+        ),
         # the row one pass normalises is the row the next pass reads as `maps[i]`
         Invalid(
             """

@@ -20,6 +20,7 @@ from gpumem_lint.semantic.literals import (
     keyword,
     split_like_tensor,
 )
+from gpumem_lint.semantic.scopes import SEQUENTIAL
 from gpumem_lint.semantic.summaries import Returns
 from gpumem_lint.semantic.values import EMPTY, AliasKind, Grad, Role, State, Storage, Value
 from gpumem_lint.semantic.walk import Walker
@@ -71,7 +72,9 @@ class CallSemantics:
         if layers and args:
             self._write(args[0], node, "inplace module", state)
             self._save_inplace_layer(node, layers[0].module, args[0], state)
-            return args[0]
+            if layers[0].module != SEQUENTIAL:
+                return args[0]
+            # a Sequential whose first layer wrote the argument returns its last layer's output: a call as any other
         qualified = self.imports.qualify_name(name) if name is not None else None
         method = self._called_method(name, callee)
         if method is not None:

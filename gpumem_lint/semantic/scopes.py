@@ -294,6 +294,14 @@ class ScopeCollector(Walker):
         # A def directly inside a class body: the innermost open scope is the class.
         return self._classes[-1] is not None and self._functions[-1].class_name != self._classes[-1].name
 
+    @staticmethod
+    def _writes_in_place(call: cst.Call, qualified: str, inplace) -> bool:
+        return (
+            qualified.startswith("torch.nn.")
+            and qualified.rsplit(".", 1)[1] in inplace
+            and is_constant(keyword(call, "inplace"), "True")
+        )
+
     def finish(self) -> list[Scope]:
         inplace = knowledge().module_inplace_kwarg
         classes = self._class_facts.table()
@@ -303,12 +311,12 @@ class ScopeCollector(Walker):
         for info in self._all_classes:
             for place, call in info.pending:
                 qualified = self.imports.qualify(call.func) or ""
-                if (
-                    qualified.startswith("torch.nn.")
-                    and qualified.rsplit(".", 1)[1] in inplace
-                    and is_constant(keyword(call, "inplace"), "True")
-                ):
+                if self._writes_in_place(call, qualified, inplace):
                     info.inplace_modules[place] = qualified
+                elif qualified == SEQUENTIAL and (first := _first_layer(call)) is not None:
+                    # `nn.Sequential(nn.ReLU(inplace=True), ...)`: its first layer writes what the call is given
+                    if self._writes_in_place(first, self.imports.qualify(first.func) or "", inplace):
+                        info.inplace_modules[place] = SEQUENTIAL
             for method in info.methods:
                 method.inplace_modules = info.inplace_modules
         for scope in self.scopes:
@@ -472,3 +480,16 @@ def _scalar_default(default: cst.BaseExpression | None) -> bool:
     return isinstance(default, (cst.Integer, cst.Float, cst.SimpleString)) or (
         isinstance(default, cst.Name) and default.value in ("True", "False")
     )
+
+
+#: A module of layers: called, it runs them in order on its argument.
+SEQUENTIAL = "torch.nn.Sequential"
+
+
+def _first_layer(call: cst.Call) -> cst.Call | None:
+    """The first layer a `nn.Sequential(...)` is built with, when it is written there as a call."""
+    first = call.args[0] if call.args else None
+    if first is None or first.keyword is not None or first.star or not isinstance(first.value, cst.Call):
+        return None
+    return first.value
+
