@@ -313,10 +313,13 @@ class ScopeCollector(Walker):
                 qualified = self.imports.qualify(call.func) or ""
                 if self._writes_in_place(call, qualified, inplace):
                     info.inplace_modules[place] = qualified
-                elif qualified == SEQUENTIAL and (first := _first_layer(call)) is not None:
+                elif (
+                    qualified == SEQUENTIAL
+                    and (first := _first_layer(call)) is not None
+                    and self._writes_in_place(first, self.imports.qualify(first.func) or "", inplace)
+                ):
                     # `nn.Sequential(nn.ReLU(inplace=True), ...)`: its first layer writes what the call is given
-                    if self._writes_in_place(first, self.imports.qualify(first.func) or "", inplace):
-                        info.inplace_modules[place] = SEQUENTIAL
+                    info.inplace_modules[place] = SEQUENTIAL
             for method in info.methods:
                 method.inplace_modules = info.inplace_modules
         for scope in self.scopes:
