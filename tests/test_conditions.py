@@ -93,19 +93,24 @@ def test_tests_around(source, expected):
 @pytest.mark.parametrize(
     ("loop", "test", "last"),
     [
-        ("for i in range(self.n): pass", "i != self.n - 1", False),
-        ("for i in range(self.n): pass", "i == self.n - 1", True),
-        ("for i in range(1, n): pass", "i < n - 1", False),
-        ("for i in range(n): pass", "i + 1 == n", True),
-        ("for i, layer in enumerate(self.layers): pass", "i < len(self.layers) - 1", False),
-        ("for i, layer in enumerate(self.layers): pass", "i == len(self.layers)-1", True),
-        ("for i in range(n): pass", "i > 0", None),  # true on the last pass only when n > 1
-        ("for i in range(0, n, 2): pass", "i != n - 1", None),  # a step: the last index is not n - 1
-        ("for i in items: pass", "i != n - 1", None),
-        ("for i in range(m): pass", "i != n - 1", None),  # another bound
+        ("for i in range(self.n):", "i != self.n - 1", False),
+        ("for i in range(self.n):", "i == self.n - 1", True),
+        ("for i in range(1, n):", "i < n - 1", False),
+        ("for i in range(n):", "i + 1 == n", True),
+        ("for i, layer in enumerate(self.layers):", "i < len(self.layers) - 1", False),
+        ("for i, layer in enumerate(self.layers):", "i == len(self.layers)-1", True),
+        ("for i in range(n):", "i > 0", None),  # true on the last pass only when n > 1
+        ("for i in range(0, n, 2):", "i != n - 1", None),  # a step: the last index is not n - 1
+        ("for i in items:", "i != n - 1", None),
+        ("for i in range(m):", "i != n - 1", None),  # another bound
     ],
 )
 def test_last_pass_tests(loop: str, test: str, last: bool | None):
-    statement = cst.parse_statement(loop)
+    statement = cst.parse_statement(f"{loop}\n    if {test}:\n        x = relu(x)\n")
     tests = conditions.last_pass_tests(statement)
     assert tests.get(conditions.spaceless(cst.parse_expression(test))) is last
+
+
+def test_a_loop_that_tests_no_index_gets_no_last_pass():
+    statement = cst.parse_statement("for i in range(n):\n    x = layer(x)\n    if training:\n        x = drop(x)\n")
+    assert conditions.last_pass_tests(statement) == {}

@@ -30,6 +30,11 @@ def is_main_guard(test: cst.BaseExpression) -> bool:
     return names == {"__name__"} and strings == {"__main__"} and isinstance(test.comparisons[0].operator, cst.Equal)
 
 
+def is_main_block(statement: cst.BaseStatement) -> bool:
+    """`if __name__ == "__main__":` at module level."""
+    return isinstance(statement, cst.If) and is_main_guard(statement.test)
+
+
 def process_model(ctx: FileContext) -> ProcessModel:
     """The module's process model, shared by the rules of the file."""
     return ctx.shared(_process_model)
@@ -52,17 +57,13 @@ def entry_start_method(ctx: FileContext) -> str | None:
     methods = set()
     for importer in importers_of(source.resolve()):
         parsed = parsed_module(importer.path)
-        if parsed is None or not any(_is_main_block(statement) for statement in parsed[0].body):
+        if parsed is None or not any(is_main_block(statement) for statement in parsed[0].body):
             continue
         ctx.dependencies.add(importer.path)
         setters = _StartMethodSetters(importer.order.imports)
         setters.walk(parsed[0])
         methods |= setters.methods or {None}
     return methods.pop() if len(methods) == 1 else None
-
-
-def _is_main_block(statement: cst.BaseStatement) -> bool:
-    return isinstance(statement, cst.If) and is_main_guard(statement.test)
 
 
 class _StartMethodSetters(Walker):

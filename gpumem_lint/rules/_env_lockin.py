@@ -9,7 +9,6 @@ variable is for the children, which read their environment afresh (a launcher).
 
 from __future__ import annotations
 
-import os
 import re
 import textwrap
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ from gpumem_lint.diagnostics import Applicability, Edit, Fix, Position
 from gpumem_lint.fixes import source_rows
 from gpumem_lint.knowledge.lockin import Variable, lockin_table
 from gpumem_lint.rules._bindings import bound_names, statement_blocks
-from gpumem_lint.rules._boundaries import is_main_guard
+from gpumem_lint.rules._boundaries import is_main_block
 from gpumem_lint.rules._test_files import is_test_file
 from gpumem_lint.rules.base import Report
 from gpumem_lint.semantic.callers import Caller, callers_of, constructions_of, importers_of
@@ -36,6 +35,7 @@ from gpumem_lint.semantic.env_writes import (
     variables_read,
 )
 from gpumem_lint.semantic.imports import dotted_name
+from gpumem_lint.semantic.module_graph import display_path
 from gpumem_lint.semantic.program_order import LAUNCH, Site
 from gpumem_lint.semantic.walk import NodeIds, Walker, used_names
 
@@ -100,6 +100,8 @@ def _first_event_before_callers(
     if not source.is_file():
         return None, None
     top_level = {id(statement) for statement in ctx.module.body}
+    # an earlier call of the same code set the variable, so a call after it writes nothing: not an event before it
+    earlier = _calls_like if _once_only(write, ctx) else None
     for function, owner in ctx.program_order.entered_by(write.node):
         if owner is None and id(function) in top_level:
             callers = callers_of(source.resolve(), function.name.value)
@@ -107,12 +109,10 @@ def _first_event_before_callers(
             callers = constructions_of(source.resolve(), owner.name.value)
         else:
             continue
-        once = _once_only(write, ctx)
         for caller in callers:
             ctx.dependencies.update((caller.path, *caller.through))
-            # an earlier call of the same code set the variable, so this call writes nothing: not an event before it
-            earlier = _calls_like(caller.call) if once else None
-            if (site := caller.order.first_event_before(caller.call, events, skip=earlier)) is not None:
+            skip = earlier(caller.call) if earlier is not None else None
+            if (site := caller.order.first_event_before(caller.call, events, skip=skip)) is not None:
                 return site, caller
     return None, None
 
@@ -182,7 +182,7 @@ def _runs_at_import(write: EnvWrite, ctx: FileContext) -> bool:
     """At module level, outside a `__main__` block."""
     if not isinstance(ctx.shared(_write_scopes).get(id(write.node)), cst.Module):
         return False
-    return not any(_holds(statement, write.node) for statement in ctx.module.body if _is_main_block(statement))
+    return not any(_holds(statement, write.node) for statement in ctx.module.body if is_main_block(statement))
 
 
 def _read_again_by_callers(write: EnvWrite, rereaders: frozenset[str], ctx: FileContext) -> bool:
@@ -213,10 +213,6 @@ def _read_again_by_importers(events: frozenset[str], ctx: FileContext) -> bool:
     return False
 
 
-def _is_main_block(statement: cst.BaseStatement) -> bool:
-    return isinstance(statement, cst.If) and is_main_guard(statement.test)
-
-
 def _holds(statement: cst.CSTNode, node: cst.CSTNode) -> bool:
     ids = NodeIds()
     ids.walk(statement)
@@ -232,21 +228,14 @@ def message(write: EnvWrite, row: Variable, site: Site, where: str | None = None
 
 def _caller_message(write: EnvWrite, row: Variable, site: Site, caller: Caller, ctx: FileContext) -> str:
     """As `message`, the event being in the module whose call ran the write (paths from the linted file)."""
-    here = Path(ctx.path).resolve().parent
-    caller_file = _relative(caller.path, here)
+    here = Path(ctx.path).resolve()
+    caller_file = display_path(caller.path, here)
     if site.via is None:
         where = f"{caller_file}:{site.line}"
     else:  # in a module the caller imports or calls: its path is the caller's
-        where = f"{_relative(caller.path.parent / site.file, here)}:{site.line} (run by {site.via} in {caller_file})"
+        where = f"{display_path(caller.path.parent / site.file, here)}:{site.line} (run by {site.via} in {caller_file})"
     call, line = caller.order.text_and_line(caller.call)
     return f"{message(write, row, site, where)}, before `{call}` at {caller_file}:{line} runs this code"
-
-
-def _relative(path: Path, directory: Path) -> str:
-    try:
-        return Path(os.path.relpath(path, directory)).as_posix()
-    except ValueError:  # another drive
-        return path.as_posix()
 
 
 def remedy(row: Variable) -> str:

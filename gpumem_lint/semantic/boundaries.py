@@ -29,8 +29,8 @@ from gpumem_lint.semantic.processes import (
     process_table,
 )
 from gpumem_lint.semantic.values import Value
+from gpumem_lint.semantic.worker_code import PARTIAL_FUNCTIONS
 
-_PARTIAL = frozenset({"functools.partial"})
 #: How many partials of partials are looked through.
 _PARTIAL_DEPTH = 3
 
@@ -184,7 +184,7 @@ class ProcessModel:
                 if len(bindings) != 1 or not isinstance(bindings[0], cst.Call):
                     break
                 target = bindings[0]
-            if not (isinstance(target, cst.Call) and self.imports.qualify(target.func) in _PARTIAL and target.args):
+            if not (isinstance(target, cst.Call) and self.imports.qualify(target.func) in PARTIAL_FUNCTIONS and target.args):
                 break
             function, *given = target.args
             if function.keyword is not None or function.star:

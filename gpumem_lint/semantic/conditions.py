@@ -246,7 +246,10 @@ def last_pass_tests(loop: cst.For) -> dict[str, bool]:
     last = f"{stop}-1"
     holds = {f"{target}=={last}", f"{target}>={last}", f"{target}+1=={stop}", f"{target}+1>={stop}"}
     fails = {f"{target}!={last}", f"{target}<{last}", f"{target}+1!={stop}", f"{target}+1<{stop}"}
-    return {**dict.fromkeys(holds, True), **dict.fromkeys(fails, False)}
+    tests = {**dict.fromkeys(holds, True), **dict.fromkeys(fails, False)}
+    finder = _IndexTests(tests)  # most loops test no such thing: no pass is spent on them
+    finder.walk(loop.body)
+    return tests if finder.found else {}
 
 
 def spaceless(node: cst.CSTNode) -> str:
@@ -269,4 +272,22 @@ def _index_and_stop(loop: cst.For) -> tuple[str | None, str | None]:
     ):
         return index.value, f"len({spaceless(iterated.args[0].value)})"
     return None, None
+
+
+class _IndexTests(Walker):
+    """Whether an `if` or a conditional expression tests one of `tests` (texts without spaces)."""
+
+    def __init__(self, tests: dict[str, bool]) -> None:
+        self.tests = tests
+        self.found = False
+
+    def visit_If(self, node: cst.If) -> None:
+        self._test(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._test(node.test)
+
+    def _test(self, test: cst.BaseExpression) -> None:
+        if not self.found and isinstance(test, cst.Comparison):
+            self.found = spaceless(test) in self.tests
 

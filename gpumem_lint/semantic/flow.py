@@ -391,7 +391,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         return state
 
     def _loop(self, node: cst.For | cst.While, state: State) -> State:
-        mapping = []
+        mapping, iterable = [], None
         if isinstance(node, cst.For):
             iterable = self._eval(node.iter, state)
             mapping = _iterated_mapping(node.iter)
@@ -402,17 +402,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         for _ in range(_MAX_LOOP_PASSES):
             loop = self._loops[-1]
             loop.breaks.clear()
-            loop.continues.clear()
-            body_state = head.copy()
-            self._born.clear()
-            if isinstance(node, cst.For):
-                self._bind_iteration(node.target, iterable, node.iter, body_state)
-                self._move_indices(node.target, body_state)
-            else:
-                self._eval(node.test, body_state)
-            end = self._block(node.body.body, body_state)
-            for continued in loop.continues:
-                end = end.join(continued)
+            end = self._loop_pass(node, iterable, head)
             new_head = head.join(end)
             # A `for` loop is taken to run at least once (`for layer in self.layers: h = layer(h)`):
             # what the body always rebinds is not what it held before the loop. A `while` loop's
@@ -423,32 +413,36 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if new_head.same_as(head):
                 break
             head = new_head
-        last = last_pass_tests(node) if isinstance(node, cst.For) and end.reachable else {}
-        if last and not self._last_pass:
-            exit_state = self._last_loop_pass(node, iterable, head, last, loop.breaks)
+        last = last_pass_tests(node) if isinstance(node, cst.For) and end.reachable and not self._last_pass else {}
+        if last:
+            # The loop exits from its last pass, where its index tests take their last values.
+            self._last_pass = last
+            try:
+                exit_state = self._loop_pass(node, iterable, head)
+            finally:
+                self._last_pass = {}
+            for broke in loop.breaks:
+                exit_state = exit_state.join(broke)
         self._loops.pop()
         del self._containers[len(self._containers) - len(mapping) :]
         if node.orelse is not None:
             exit_state = self._block(node.orelse.body.body, exit_state)
         return exit_state
 
-    def _last_loop_pass(self, node: cst.For, iterable, head: State, last: dict[str, bool], breaks) -> State:
-        """The loop's exit state from a last pass in which its index tests take their last values
-        (`conditions.last_pass_tests`), joined with the passes that broke out."""
+    def _loop_pass(self, node: cst.For | cst.While, iterable, head: State) -> State:
+        """One pass of the loop's body from `head`: the state at its end, or at a `continue`."""
         loop = self._loops[-1]
         loop.continues.clear()
         body_state = head.copy()
-        self._bind_iteration(node.target, iterable, node.iter, body_state)
-        self._move_indices(node.target, body_state)
-        self._last_pass = last
-        try:
-            end = self._block(node.body.body, body_state)
-        finally:
-            self._last_pass = {}
+        self._born.clear()
+        if isinstance(node, cst.For):
+            self._bind_iteration(node.target, iterable, node.iter, body_state)
+            self._move_indices(node.target, body_state)
+        else:
+            self._eval(node.test, body_state)
+        end = self._block(node.body.body, body_state)
         for continued in loop.continues:
             end = end.join(continued)
-        for broke in breaks:
-            end = end.join(broke)
         return end
 
     def _with(self, node: cst.With, state: State) -> State:

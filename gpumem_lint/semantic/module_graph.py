@@ -121,7 +121,7 @@ class ModuleGraph:
         self.dependencies |= summary.files
         self.height = max(self.height, 1 + summary.height)
         return [
-            ImportSite(site.event, site.call, site.line, _display(site.path, self.source), site.path)
+            ImportSite(site.event, site.call, site.line, display_path(site.path, self.source), site.path)
             for site in summary.sites
         ]
 
@@ -215,14 +215,20 @@ def _added_bases(source: Path, root: Path) -> tuple[Path, ...]:
 
 
 def _absolute(parts: list[str], source: Path, root: Path) -> tuple[list[Path], Path | None]:
-    """The files `import a.b` runs, and the directory of `a.b` when it is a package (else None)."""
-    for base in dict.fromkeys((source.parent, root, root / "src", *_added_bases(source, root))):
+    """The files `import a.b` runs, and the directory of `a.b` when it is a package (else None). The
+    directories the file adds to `sys.path` are read only when the usual places hold no such module."""
+    usual = _absolute_in(dict.fromkeys((source.parent, root, root / "src")), parts, root)
+    return usual or _absolute_in(_added_bases(source, root), parts, root) or ([], None)
+
+
+def _absolute_in(bases, parts: list[str], root: Path) -> tuple[list[Path], Path | None] | None:
+    for base in bases:
         if base.is_relative_to(root):
             files, found = _walk_package(base, parts, root)
             if found and parts:
                 stem = base.joinpath(*parts)
                 return files, stem if _is_package(stem, root) else None
-    return [], None
+    return None
 
 
 def _walk_package(base: Path, parts: list[str], root: Path) -> tuple[list[Path], bool]:
@@ -279,7 +285,8 @@ def _mtime(path: Path) -> int:
         return -1
 
 
-def _display(path: Path, source: Path) -> str:
+def display_path(path: Path, source: Path) -> str:
+    """`path` as written from `source`'s directory (absolute on another drive)."""
     try:
         return Path(os.path.relpath(path, source.parent)).as_posix()
     except ValueError:

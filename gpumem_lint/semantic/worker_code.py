@@ -37,7 +37,8 @@ from gpumem_lint.semantic.literals import keyword
 from gpumem_lint.semantic.walk import Walker
 
 _TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
-_PARTIAL = frozenset({"functools.partial"})
+#: `functools.partial(f, ...)` runs `f`.
+PARTIAL_FUNCTIONS = frozenset({"functools.partial"})
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ class ModuleCallables:
             name = dotted_name(value.func)
             if name in self.classes:
                 return [method.body for method in methods_reached(self.classes[name], ("__call__",)).values()]
-            if self.imports.qualify(value.func) in _PARTIAL and value.args:
+            if self.imports.qualify(value.func) in PARTIAL_FUNCTIONS and value.args:
                 return self.bodies(value.args[0].value, depth + 1)
         return []
 
