@@ -218,7 +218,7 @@ class _Scan:
     """One pass over CPython's statements answers what the fast path asks of its tree: the statements
     that store into a subscript or augment a target (with the function whose names they bind), the
     names declared `global` or `nonlocal`, the import statements, the lines of the statements that
-    assign `self.<name>`, and the `self.<name>` assigned a call with an `inplace` keyword. Expressions
+    assign `self.<name>`, and the `self.<name>` assigned a module that may be `inplace`. Expressions
     are entered only below an assignment's targets (and the keywords of a call it assigns)."""
 
     def __init__(self, tree: ast.Module, inplace: bool) -> None:
@@ -228,7 +228,7 @@ class _Scan:
         self.imports: list[ast.stmt] = []
         #: The lines of the statements that assign `self.<name>` (semantic/scopes.py: a fact about the instances).
         self.self_stores: list[int] = []
-        #: (line, names) of `self.<name> = Call(..., inplace=...)`, when the file mentions `inplace`.
+        #: (line, names) of `self.<name> = Call(..., inplace=...)` (or a Sequential led by one), when the file mentions `inplace`.
         self.inplace: list[tuple[int, set[str]]] = []
         stores, self_stores = self.stores, self.self_stores
         pending: list[tuple[list[ast.stmt], _Function | None]] = [(tree.body, None)]
@@ -243,7 +243,7 @@ class _Scan:
                             stores.append((scope, node))
                         if _binds_self_attribute(targets):
                             self_stores.append(node.lineno)
-                        if inplace and _has_inplace_keyword(node.value):
+                        if inplace and _may_hold_inplace_module(node.value):
                             self.inplace.append((node.lineno, set(filter(None, map(_attribute_of_self, targets)))))
                 elif kind is ast.Expr or kind is ast.Return or kind is ast.Pass:
                     continue
@@ -304,8 +304,15 @@ def _binds_self_attribute(targets: list[ast.expr]) -> bool:
     return False
 
 
-def _has_inplace_keyword(value: ast.expr) -> bool:
-    return isinstance(value, ast.Call) and any(keyword.arg == "inplace" for keyword in value.keywords)
+def _may_hold_inplace_module(value: ast.expr | None) -> bool:
+    """`nn.ReLU(inplace=True)`, or a container whose first layer may be one: `nn.Sequential(nn.ReLU(inplace=True),
+    ...)`, `nn.Sequential(*layers)` (semantic/scopes.py `_first_layer`)."""
+    if not isinstance(value, ast.Call):
+        return False
+    if any(keyword.arg == "inplace" for keyword in value.keywords):
+        return True
+    first = value.args[0] if value.args else None
+    return isinstance(first, ast.Starred) or _may_hold_inplace_module(first)
 
 
 def reduce_source(text: str, rules: Sequence[type[Rule]]) -> Reduction | None:
@@ -725,6 +732,7 @@ class _Reducer:
                 and (depth == 0 or _passes_own_value_to(unit, followed, self.index))
             }
             names |= self._keep_object_bindings() - followed
+            self._keep_attribute_callers()
             if self.body_kept and depth == 0:  # functions defined under a module-level `if` or `try`
                 for unit in self.units:
                     if unit.is_statement:
@@ -740,11 +748,9 @@ class _Reducer:
                 self._settle(unit)
             self._keep_whole_body()
 
-    def _keep_object_bindings(self) -> set[str]:
-        """Module-level names bound to an object of a class whose `__call__` or `forward` is kept
-        (`norm = Normalize(...)`): calling `norm` runs that method. The binding statements are kept,
-        since they say what the name holds (semantic/class_facts.py `instances`)."""
-        classes = {
+    def _called_classes(self) -> set[str]:
+        """Classes whose `__call__` or `forward` is kept: calling one of their objects runs it."""
+        return {
             unit.node.name
             for unit in self.units
             if unit.is_class
@@ -753,6 +759,31 @@ class _Reducer:
                 or any(m.kept and m.is_function and m.node.name in _CALLED_METHODS for m in unit.members)
             )
         }
+
+    def _keep_attribute_callers(self) -> None:
+        """Methods that use an attribute holding an object of a class whose `__call__` or `forward` is kept
+        (`self.mlp = MLP(...)`, then `self.mlp(x)` runs `MLP.forward`, whose write the call confirms), with
+        what their class's instances hold."""
+        classes = self._called_classes()
+        if not classes:
+            return
+        binding = re.compile(r"\bself\s*\.\s*(\w+)\s*=\s*(?:" + "|".join(sorted(classes)) + r")\s*\(")
+        uses = _self_attributes_pattern(set(self.index.findall(binding, 1, len(self.lines))))
+        if uses is None:
+            return
+        for unit in self.units:
+            callers = [m for m in unit.members if m.is_function and not m.kept and self.index.shows(uses, m.start, m.end)]
+            for member in callers:
+                member.kept = True
+            if callers:
+                self._keep_class_facts(unit)
+                self._settle(unit)
+
+    def _keep_object_bindings(self) -> set[str]:
+        """Module-level names bound to an object of a class whose `__call__` or `forward` is kept
+        (`norm = Normalize(...)`): calling `norm` runs that method. The binding statements are kept,
+        since they say what the name holds (semantic/class_facts.py `instances`)."""
+        classes = self._called_classes()
         bound: set[str] = set()
         for unit in self.units:
             if not (classes and unit.is_statement):

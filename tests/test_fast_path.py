@@ -50,6 +50,30 @@ class Block(nn.Module):
         y = self.act(x)
         return x + y
 """,
+    "Sequential led by an in-place layer, built from a list, used by another class": """
+import torch.nn as nn
+
+class Head(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        layers = []
+        for i in range(len(sizes) - 1):
+            layers.append(nn.ReLU(inplace=True))
+            layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = Head([8, 2])
+
+    def forward(self, emb):
+        logits = self.head(emb)
+        return logits, emb.norm()
+""",
     "function that returns an expand view, written by its caller": """
 import torch
 

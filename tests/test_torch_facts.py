@@ -497,3 +497,29 @@ def test_f52_numpy_computes_a_boolean_self_index_before_it_writes_and_torch_refu
     mask = torch.tensor([True, False, True, True])
     with pytest.raises(RuntimeError, match="refer to a single memory location"):
         mask[mask] = mask[mask].clone()
+
+
+@pytest.mark.parametrize("name", sorted(_knowledge().differentiating_functions))
+def test_f54_differentiating_functions_call_theirs_on_leaves_that_require_grad(name):
+    """aliasing.toml [backward] differentiating_functions: each calls its function on tensors that require
+    grad, from inputs that do not, with grad on, and differentiates what it returns: a write to a tensor
+    an op saved raises, as in training."""
+    transform = importlib.import_module(name.rsplit(".", 1)[0]).__dict__[name.rsplit(".", 1)[1]]
+    seen = []
+
+    def record(a):
+        seen.append((a.requires_grad, torch.is_grad_enabled()))
+        return (a * a).sum() if name.endswith(("hessian", "hvp", "vhp")) else a * a
+
+    def overwrite_saved(a):
+        b = a * 1.0
+        c = F.softplus(b)
+        b.add_(1)
+        return c.sum() if name.endswith(("hessian", "hvp", "vhp")) else c
+
+    x = torch.randn(3)
+    extra = () if name.endswith(("jacobian", "hessian")) else (torch.ones(3),)
+    transform(record, x, *extra)
+    assert seen and all(seen[0]) and not x.requires_grad
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        transform(overwrite_saved, x, *extra)

@@ -57,6 +57,7 @@ class Knowledge:
     non_differentiable: frozenset[str]  # `x.argmax()`, `x > 0`: results that never require grad
     index_outputs: dict[str, int]  # `x.topk(k)`: the position of the output that holds indices
     no_grad_contexts: frozenset[str]
+    differentiating_functions: frozenset[str]  # `jacobian(f, x)`: calls `f` on inputs that require grad
     functional_inplace_kwarg: frozenset[str]
     functional_inplace_underscore: frozenset[str]
     module_inplace_kwarg: frozenset[str]
@@ -174,6 +175,7 @@ def knowledge() -> Knowledge:
         non_differentiable=_set(hand["non_differentiable"]["results"]),
         index_outputs=dict(hand["non_differentiable"]["index_outputs"]),
         no_grad_contexts=_set(hand["no_grad_contexts"]["functions"]),
+        differentiating_functions=_set(hand["backward"]["differentiating_functions"]),
         functional_inplace_kwarg=_set(ops["functional_inplace_kwarg"]),
         functional_inplace_underscore=_set(ops["functional_inplace_underscore"]),
         module_inplace_kwarg=_set(ops["module_inplace_kwarg"]),

@@ -145,8 +145,38 @@ def blank_columns(row, n, columns):
     grid[:, picked] = 0.0
     return grid
 """,
+        # one element of every dimension: a 0-dim view, which a scalar fill writes without error
+        """
+import torch
+
+weight = torch.randn(4, 3, 2, 2)
+mask = torch.ones(4)[:, None, None, None].expand_as(weight)
+mask[1, 0, 0, 0] = 0.0
+""",
     )
     INVALID = (
+        # `expand_as` stretches the size-1 dimensions the `None`s made: each filter's slice still repeats
+        Invalid(
+            """
+import torch
+
+weight = torch.randn(4, 3, 2, 2)
+mask = torch.ones(4)[:, None, None, None].expand_as(weight)
+mask[1] = 0.0
+print(int(mask.sum().item()))
+""",
+            (6,),
+            fixed="""
+import torch
+
+weight = torch.randn(4, 3, 2, 2)
+mask = torch.ones(4)[:, None, None, None].expand_as(weight)
+mask = mask.clone()
+mask[1] = 0.0
+print(int(mask.sum().item()))
+""",
+            prints="36",
+        ),
         Invalid(
             """
 import torch

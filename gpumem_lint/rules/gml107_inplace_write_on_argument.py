@@ -23,7 +23,7 @@ class InplaceWriteOnArgument(Rule):
     ## What it does
     Flags an in-place write to a tensor the caller passed in — `x += self.bias`,
     `x.relu_()`, `F.relu(x, inplace=True)`, an `nn.ReLU(inplace=True)` applied to the
-    input (also as the first layer of an `nn.Sequential` called on it), `x[mask] = 0` — in a module's `forward`, or in a plain function (or the
+    input (also as the first layer of an `nn.Sequential` called on it, or the first put in the list it is built from), `x[mask] = 0` — in a module's `forward`, or in a plain function (or the
     `__call__` of a class, such as a transform: `norm(x)` runs `Normalize.__call__`) that
     returns a value and that a caller in the same module passes a tensor it reads again
     afterwards, when nothing says that mutating the argument is the function's job. A function that
@@ -596,6 +596,43 @@ def decode(layers, hidden):
         hidden = rms_norm_inference(mlp_norm, hidden, scratch, variance)
     return hidden
 """,
+        # the list starts with a Linear: the in-place ReLUs rectify the Linears' outputs, never the input
+        """
+import torch.nn as nn
+
+
+class Head(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        layers = [nn.Linear(sizes[0], sizes[1])]
+        for i in range(1, len(sizes) - 1):
+            layers.append(nn.ReLU(inplace=True))
+            layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+""",
+        # the head is replaced after the loop: the Sequential starts with an out-of-place ReLU
+        """
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, channels, reps):
+        super().__init__()
+        layers = []
+        for _ in range(reps):
+            layers.append(nn.ReLU(inplace=True))
+            layers.append(nn.Conv2d(channels, channels, 3, padding=1))
+        layers[0] = nn.ReLU()
+        self.body = nn.Sequential(*layers)
+
+    def forward(self, x):
+        out = self.body(x)
+        out += x
+        return out
+""",
     )
     INVALID = (
         Invalid(
@@ -635,6 +672,56 @@ class ResBlock(nn.Module):
         out += x
         return out
 """,
+        ),
+        # the list the Sequential is built from starts with `ReLU(inplace=True)`: calling the head rectifies the
+        # caller's embeddings, and returns the last Linear's output, not the tensor it wrote
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+
+class Head(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        layers = []
+        for i in range(len(sizes) - 1):
+            layers.append(nn.ReLU(inplace=True))
+            layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+embeddings = -torch.ones(2, 4)
+Head([4, 2])(embeddings)
+print(embeddings.sum().item())
+""",
+            (16,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+
+class Head(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        layers = []
+        for i in range(len(sizes) - 1):
+            layers.append(nn.ReLU(inplace=True))
+            layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x.clone())
+
+
+embeddings = -torch.ones(2, 4)
+Head([4, 2])(embeddings)
+print(embeddings.sum().item())
+""",
+            prints="-8.0",
         ),
         # the row one pass normalises is the row the next pass reads as `maps[i]`
         Invalid(
@@ -1241,8 +1328,8 @@ def _in_place_layer(facts: ScopeFacts, write: Write) -> bool:
     """A `forward` whose write is its result: it applies an in-place layer to its input, returns the tensor it
     wrote (`hidden += residual; return norm(hidden), hidden`) or returns nothing (a rotary embedding rotating
     `query` in place). The caller is handed the new values; only a caller that reads its own tensor again is hurt."""
-    if write.op == "inplace module":
-        return not _read_after(facts, write)
+    if write.op == "inplace module" and _read_after(facts, write):
+        return False
     if any(read.write is write and id(read.node) not in facts.handed_back for read in facts.reads):
         return False  # it reads its input again through another name, expecting the values it had
     return not facts.returns_value or write.storage in facts.returned

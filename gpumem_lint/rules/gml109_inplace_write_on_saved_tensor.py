@@ -3,8 +3,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from gpumem_lint.context import FileContext
-from gpumem_lint.fixes import Applicability
-from gpumem_lint.rules._clone_fix import unshared_write
+from gpumem_lint.fixes import Applicability, Fix
+from gpumem_lint.rules._clone_fix import clone_at, unshared_write
 from gpumem_lint.rules._reporting import write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.flow import ScopeFacts
@@ -58,7 +58,9 @@ class InplaceWriteOnSavedTensor(Rule):
     Only tensors known to require grad are followed: computed from a Parameter (as the
     class's `__init__` or `torch.nn`'s modules define them), a `requires_grad=True` tensor,
     a module's output, or a module's `forward` input. The rule reports in code that runs a
-    backward (calls `backward()`) and in a module's `forward`, unless that `forward` returns
+    backward (calls `backward()`), in a function a caller differentiates (`loss.backward()` on its
+    result, or `torch.autograd.functional.jacobian(f, x)`, which calls `f` on tensors that require
+    grad: F54) and in a module's `forward`, unless that `forward` returns
     only tensors that never require grad (the indices of a `topk`, a comparison's mask: F26),
     so no backward can reach the saving op; a forward that hands the graph on otherwise (an
     attribute it sets) is then missed. A module run only for inference without
@@ -575,6 +577,39 @@ Solver().train([torch.randn(4, 8) for _ in range(2)])
 """,
     )
     INVALID = (
+        # `jacobian` calls `fill` on an input that requires grad and differentiates it: softplus kept `b[:, 0]`
+        Invalid(
+            """
+import torch
+import torch.nn.functional as F
+
+
+def fill(a):
+    b = torch.zeros_like(a)
+    b[:, 0] = a[:, 0]
+    b[:, 1] = F.softplus(b[:, 0])
+    return b
+
+
+print(tuple(torch.autograd.functional.jacobian(fill, torch.randn(3, 2)).shape))
+""",
+            (9,),
+            fixed="""
+import torch
+import torch.nn.functional as F
+
+
+def fill(a):
+    b = torch.zeros_like(a)
+    b[:, 0] = a[:, 0]
+    b[:, 1] = F.softplus(b[:, 0].clone())
+    return b
+
+
+print(tuple(torch.autograd.functional.jacobian(fill, torch.randn(3, 2)).shape))
+""",
+            prints="(3, 2, 3, 2)",
+        ),
         Invalid(
             # the activation is skipped on the first pass, not the last: the loop exits with relu's output
             """
@@ -1394,8 +1429,21 @@ loss.backward()
                     f"{write_text(ctx, write)} overwrites a tensor `{_op_text(ctx, saved.saving)}` at line "
                     f"{ctx.line(saved.saving.node)} saved for backward ({kept}): `backward()` raises "
                     '"modified by an inplace operation"',
-                    fix=None if write.module else unshared_write(ctx, write),  # a step: reorder by hand
+                    fix=None if write.module else _copy(ctx, write, saved.saving),  # a step: reorder by hand
                 )
+
+
+def _copy(ctx: FileContext, write, saving: Saving) -> Fix | None:
+    """A copy written before the write, unless the op that saves the tensor is in the same statement
+    (`b[:, 1] = F.softplus(b[:, 0])`): a copy made first is what the op saves, so the op's one argument
+    is copied instead (`F.softplus(b[:, 0].clone())`)."""
+    if ctx.line(saving.node) != ctx.line(write.node) or not write.op.startswith("[]"):
+        return unshared_write(ctx, write)  # `x /= x.max()` -> `x = x / x.max()`: no write at all
+    node = saving.node
+    if saving.item.startswith("output") or not isinstance(node, cst.Call) or len(node.args) != 1:
+        return None
+    argument = node.args[0]
+    return None if argument.keyword or argument.star else clone_at(ctx, argument.value)
 
 
 def _kept_text(item: str) -> str:

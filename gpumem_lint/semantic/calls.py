@@ -201,6 +201,23 @@ class CallSemantics:
         if method in self.mutators:
             self._write_mutated_arguments(self.mutators[method], node, args, state, skip=1)
 
+    def _differentiated_call(self, node: cst.Call, function: Value) -> None:
+        """`jacobian(f, x)`: `f`, a function of this file or an object whose class's `__call__` it runs, is
+        called on tensors that require grad (one per element of a tuple of inputs) and differentiated (F54)."""
+        name = dotted_name(node.args[0].value)
+        if name is None:
+            return
+        method = self._called_method(name, function)
+        key, skip = (method, 1) if method is not None else (name, 0)
+        inputs = node.args[1].value
+        elements = [element.value for element in inputs.elements] if isinstance(inputs, cst.Tuple) else [inputs]
+        for position, element in enumerate(elements):
+            given = self._fresh_value(element, tensor=True)
+            for handle in given.handles:
+                handle.grad = Grad.YES  # a leaf for `jacobian`, not for `hessian`: not said
+            self.outgoing.setdefault(key, []).append((position + skip, given))
+        self.differentiated.add(key)
+
     def _summarised_result(self, summary: Returns, node: cst.Call, args: list[Value], skip: int) -> Value:
         """`make_mask(n)`, `split_heads(x)`, `to_image(t)`: what the function returns, made at the call."""
         if summary.host:  # no more known of it than of another call's result, but where its memory is
@@ -377,6 +394,9 @@ class CallSemantics:
             return EMPTY
         if qualified in k.no_grad_contexts:
             return EMPTY
+        if qualified in k.differentiating_functions and len(positional) >= 2 and node.args[1].keyword is None:
+            self._differentiated_call(node, first)
+            return self._fresh_value(node, tensor=True)
         if qualified in _BACKWARD_FUNCTIONS and node.args:
             self._check_backward(node, node.args[0].value, state, first)
             return self._fresh_value(node, tensor=True)

@@ -93,6 +93,7 @@ class ScopeFacts:
     retained: list[Retained] = field(default_factory=list)  # deleted, still referenced, at empty_cache()
     outgoing: dict[str, list[tuple[int | str, Value]]] = field(default_factory=dict)  # calls to bare names
     object_calls: set[str] = field(default_factory=set)  # `Normalize.__call__`, `Block.forward`: run by calls
+    differentiated: set[str] = field(default_factory=set)  # handed to `jacobian(f, x)`: run and differentiated
     called_by_training: bool = False  # a caller that calls backward() passes it a tensor requiring grad
     returned: frozenset[Storage] = frozenset()  # the memory of what the function returns
     dropped: frozenset[int] = frozenset()  # ids of the calls made for their effect: `f(x)` alone, result unused
@@ -164,6 +165,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self.returns = returns or {}  # what this file's functions return (summaries.py)
         self.outgoing: dict[str, list[tuple[int | str, Value]]] = {}  # arguments of calls to bare names
         self.object_calls: set[str] = set()  # `Normalize.__call__`: methods run by calling an object
+        self.differentiated: set[str] = set()  # functions handed to `jacobian(f, x)` (calls.py)
         self.k: Knowledge = knowledge()
         self.writes: dict[tuple[int, int], Write] = {}
         self.layout_writes: dict[tuple[int, int], Write] = {}
@@ -262,6 +264,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             ),
             outgoing=self.outgoing,
             object_calls=self.object_calls,
+            differentiated=self.differentiated,
             called_by_training=any(passed.training for passed in self.passed.values()),
         )
 

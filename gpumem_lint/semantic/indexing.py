@@ -88,17 +88,50 @@ def gives_scalar(base_ndims: set[int | None], integers: int | None) -> bool:
 def expanded_dims(expand: cst.CSTNode) -> frozenset[int]:
     """The dimensions an `expand` call repeats, where the syntax shows the size-1 dimension it
     stretches: `x.unsqueeze(0).expand(n, d)` -> {0}, `x.view(k, 1).expand(k, k)` -> {1},
-    `x[None].expand(n, d)` -> {0}; empty when unsaid."""
+    `x[None].expand(n, d)` -> {0}; empty when unsaid. `x[:, None].expand_as(y)` stretches its
+    source's size-1 dimensions to `y`'s sizes, taken for more than one (why else expand)."""
     sizes = _expand_sizes(expand)
     if sizes is None:
-        return frozenset()
+        ndim = _expanded_as_ndim(expand)
+        return frozenset() if ndim is None else frozenset(_size_one_dims(expand.func.value, ndim))
     return frozenset(d for d in _size_one_dims(expand.func.value, len(sizes)) if not _is_one_or_keep(sizes[d]))
 
 
 def expanded_ndim(expand: cst.CSTNode) -> int | None:
-    """How many dimensions `x.expand(a, b, c)` has (3), when its sizes are written out."""
+    """How many dimensions `x.expand(a, b, c)` has (3), when its sizes are written out; of
+    `x.expand_as(y)`, as many as the syntax shows its source has (`w[:, None, None]`: 3), `y`
+    having as many (more would add leading repeated dimensions)."""
     sizes = _expand_sizes(expand)
-    return None if sizes is None else len(sizes)
+    return _expanded_as_ndim(expand) if sizes is None else len(sizes)
+
+
+def _expanded_as_ndim(expand: cst.CSTNode) -> int | None:
+    if not (isinstance(expand, cst.Call) and isinstance(expand.func, cst.Attribute)):
+        return None
+    if expand.func.attr.value != "expand_as" or len(expand.args) != 1:
+        return None
+    return _shown_ndim(expand.func.value)
+
+
+def _shown_ndim(base: cst.BaseExpression) -> int | None:
+    """How many dimensions the syntax shows a tensor has: `x.view(k, 1)` 2, `torch.ones(4, 1)` 2,
+    `x[:, None, None, None]` 4 (the dimensions of `x` it does not index come after, none of size 1)."""
+    if isinstance(base, cst.Subscript):
+        indexes = [element.slice for element in base.slice]
+        return len(indexes) if all(_is_none(i) or _is_full_slice(i) for i in indexes) else None
+    if not (isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute) and base.args):
+        return None
+    if any(arg.keyword or arg.star for arg in base.args):
+        return None
+    method = base.func.attr.value
+    shaped = method in ("view", "reshape") or (
+        method in _TORCH_FACTORIES and isinstance(base.func.value, cst.Name) and base.func.value.value == "torch"
+    )
+    if not shaped:
+        return None
+    if len(base.args) == 1 and isinstance(base.args[0].value, (cst.Tuple, cst.List)):
+        return len(base.args[0].value.elements)
+    return len(base.args)
 
 
 def _expand_sizes(expand: cst.CSTNode) -> list[cst.BaseExpression] | None:

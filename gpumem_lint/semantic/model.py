@@ -107,7 +107,8 @@ def _saved_pairs(facts: ScopeFacts) -> set[tuple[int, int]]:
 
 def _passed(facts: list[ScopeFacts]) -> dict[int, dict[str, Passed]]:
     """For each module-level function (by id of its scope), the parameters its callers in this file
-    pass a tensor that (may) require grad, joined over the calls."""
+    pass a tensor that (may) require grad, joined over the calls; a caller that differentiates the call
+    (`loss.backward()`, or `jacobian(f, x)` for `f`) trains it."""
     functions = {key: f.scope for f in facts if (key := called_key(f.scope)) is not None}
     found: dict[int, dict[str, Passed]] = {}
     for caller in facts:
@@ -125,7 +126,7 @@ def _passed(facts: list[ScopeFacts]) -> dict[int, dict[str, Passed]]:
                 if parameter not in callee.params or (grad < Grad.MAY and module is None):
                     continue
                 leaf = any(h.grad_leaf() is not None for h in value.handles)
-                passed = Passed(grad, leaf, caller.scope.trains, module)
+                passed = Passed(grad, leaf, caller.scope.trains or name in caller.differentiated, module)
                 table = found.setdefault(id(callee), {})
                 table[parameter] = table[parameter].join(passed) if parameter in table else passed
     return found

@@ -62,7 +62,7 @@ class _Class:
     name: str
     facts: ClassFacts
     inplace_modules: dict[str, str] = field(default_factory=dict)
-    pending: list[tuple[str, cst.Call]] = field(default_factory=list)
+    pending: list[tuple[str, cst.Call, cst.CSTNode]] = field(default_factory=list)  # with the function assigning
     methods: list[Scope] = field(default_factory=list)
 
 
@@ -252,7 +252,7 @@ class ScopeCollector(Walker):
             self._assign_attribute(owner, target.target, node.value)
             place = dotted_name(target.target)
             if isinstance(node.value, cst.Call) and place is not None and place.startswith("self."):
-                owner.pending.append((place, node.value))
+                owner.pending.append((place, node.value, self._functions[-1].node))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         owner = self._method_owner()
@@ -309,13 +309,13 @@ class ScopeCollector(Walker):
             name: made for name, made in self._module_bindings.items() if made is not None and classes.defines(made)
         }
         for info in self._all_classes:
-            for place, call in info.pending:
+            for place, call, function in info.pending:
                 qualified = self.imports.qualify(call.func) or ""
                 if self._writes_in_place(call, qualified, inplace):
                     info.inplace_modules[place] = qualified
                 elif (
                     qualified == SEQUENTIAL
-                    and (first := _first_layer(call)) is not None
+                    and (first := _first_layer(call, function)) is not None
                     and self._writes_in_place(first, self.imports.qualify(first.func) or "", inplace)
                 ):
                     # `nn.Sequential(nn.ReLU(inplace=True), ...)`: its first layer writes what the call is given
@@ -489,10 +489,86 @@ def _scalar_default(default: cst.BaseExpression | None) -> bool:
 SEQUENTIAL = "torch.nn.Sequential"
 
 
-def _first_layer(call: cst.Call) -> cst.Call | None:
-    """The first layer a `nn.Sequential(...)` is built with, when it is written there as a call."""
+def _first_layer(call: cst.Call, function: cst.CSTNode) -> cst.Call | None:
+    """The first layer a `nn.Sequential(...)` is built with, when it is written there as a call, or as the
+    first layer put in the list it is given (`nn.Sequential(*layers)`, `function` building `layers`)."""
     first = call.args[0] if call.args else None
-    if first is None or first.keyword is not None or first.star or not isinstance(first.value, cst.Call):
+    if first is None or first.keyword is not None:
+        return None
+    if first.star == "*" and isinstance(first.value, cst.Name):
+        finder = _FirstListed(first.value.value)
+        function.visit(finder)
+        return finder.layer
+    if first.star or not isinstance(first.value, cst.Call):
         return None
     return first.value
+
+
+class _FirstListed(cst.CSTVisitor):
+    """The call first put in list `name`, in source order: `name = [f(), ...]`, `name.append(f())`,
+    `name += [f()]`, `name.extend([f()])`. A loop whose body appends under a condition (`if i < n:
+    layers.append(nn.ReLU(inplace=True))`) starts the list with it whenever the first pass takes it.
+    None once `name` gets anything else first (`name = build()`, `name.append(block)`), or where the
+    function changes the list's head later (`name[0] = nn.ReLU()`, `name = name[1:]`, `name.insert(0, m)`)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.layer: cst.Call | None = None
+        self.found = False
+
+    def _is_list(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.Name) and node.value == self.name
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if self._is_list(target.target):
+                self._bound(node.value)
+            elif isinstance(target.target, cst.Subscript) and self._is_list(target.target.value):
+                self._reordered()
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if self._is_list(node.target):
+            self._extended(node.value)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        if isinstance(node.target, cst.Subscript) and self._is_list(node.target.value):
+            self._reordered()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and self._is_list(func.value)):
+            return
+        method = func.attr.value
+        if method == "append" and node.args:
+            self._found(node.args[0].value)
+        elif method == "extend" and node.args:
+            self._extended(node.args[0].value)
+        elif method in _REORDERING:
+            self._reordered()
+
+    def _bound(self, value: cst.BaseExpression) -> None:
+        """`name = [...]`: the list's first layer, unless it held layers before (`name = name[1:]`)."""
+        if self.found or not isinstance(value, (cst.List, cst.Tuple)):
+            self._reordered()
+        elif value.elements:  # `layers = []` puts nothing in yet
+            self._found(value.elements[0].value)
+
+    def _extended(self, value: cst.BaseExpression) -> None:
+        if isinstance(value, (cst.List, cst.Tuple)):
+            if value.elements:
+                self._found(value.elements[0].value)
+        else:
+            self._found(None)  # `layers += blocks`: layers unseen
+
+    def _found(self, layer: cst.BaseExpression | None) -> None:
+        if not self.found:
+            self.layer = layer if isinstance(layer, cst.Call) else None
+            self.found = True
+
+    def _reordered(self) -> None:
+        self.layer, self.found = None, True
+
+
+#: List methods that may put another layer at its head.
+_REORDERING = frozenset({"insert", "pop", "remove", "reverse", "sort", "clear"})
 
