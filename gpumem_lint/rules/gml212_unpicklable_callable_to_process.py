@@ -10,7 +10,7 @@ from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.datasets import WORKER_LOADER
 from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.literals import keyword
-from gpumem_lint.semantic.pickling import enclosing_functions, held_unpicklable
+from gpumem_lint.semantic.pickling import enclosing_functions, held_by_instance, held_unpicklable, spread_keywords
 from gpumem_lint.semantic.processes import PROCESS_CROSSING, process_table
 
 #: Crossings whose function is pickled to the child only when the child starts fresh (spawn, forkserver).
@@ -47,11 +47,14 @@ class UnpicklableCallableToProcess(Rule):
     Only a lambda written in place, or a name bound to a lambda or a nested `def` in the same
     function or a function it is nested in (a closure: `create_loader` inside `main` reads
     `main`'s `collate_fn`), or to a lambda at module level, is recognised, and, in a dataset, what its
-    construction passes that the dataset keeps: what `__init__` stores (`self.degrade = degrade`)
+    construction passes that the dataset keeps (also through `**kwargs` of a dict written out before the
+    call: `kwargs = dict(transform=t)`): what `__init__` stores (`self.degrade = degrade`)
     for a class of this module, the `transform`, `target_transform` and `transforms` keywords
     for a class of another module (torchvision's datasets keep them), and a lambda held by any of
     these: in a list, tuple or dict, among the arguments of an object built by a class
-    (`Compose([...])`, `transforms.Lambda(...)`: spelled CapWords, as PEP 8 spells classes), or
+    (`Compose([...])`, `transforms.Lambda(...)`: spelled CapWords, as PEP 8 spells classes), stored on
+    an object of a class of this module as it is built (by its `__init__`, a base class's, or a method
+    they call: `self.len_fn = lambda tokens: ...`; not for a class with `__getstate__` or `__reduce__`), or
     returned by a function of this module; the same holds for a task, a target, a `collate_fn` or
     a `worker_init_fn` (`collate_fn=make_collate(pad)`, which returns a nested `def`). A dataset
     that is an instance of a class defined inside a function (`Dataset = get_dataset(opt)`, whose
@@ -258,8 +261,150 @@ def main(root):
     data = mnist(root, transform=transforms.Compose([transforms.ToTensor(), transforms.Lambda(lambda x: x * 2)]))
     return DataLoader(data, batch_size=64, num_workers=2, multiprocessing_context="spawn")
 """,
+        # the class says how it pickles: `__getstate__` leaves the lambda out of what the workers get
+        """
+import multiprocessing as mp
+
+from torch.utils.data import DataLoader, Dataset
+
+
+class Scaled(Dataset):
+    def __init__(self, values, factor):
+        self.values, self.factor = values, factor
+        self.scale = lambda x: x * factor
+
+    def __getstate__(self):
+        return {"values": self.values, "factor": self.factor}
+
+    def __setstate__(self, state):
+        self.__init__(state["values"], state["factor"])
+
+    def __len__(self):
+        return len(self.values)
+
+    def __getitem__(self, i):
+        return self.scale(self.values[i])
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    print(list(DataLoader(Scaled([1.0, 2.0], 3.0), num_workers=2)))
+""",
+        # the dict with the lambda is bound to `kwargs` after the dataset is built, for a call run in this process
+        """
+import multiprocessing as mp
+
+from torch.utils.data import DataLoader
+from torchvision import datasets
+
+
+def describe(target_transform):
+    return target_transform(3)
+
+
+def main():
+    kwargs = dict(root="data", download=True)
+    train = datasets.MNIST(train=True, **kwargs)
+    kwargs = {"target_transform": lambda y: y % 2}
+    print(describe(**kwargs))
+    return DataLoader(train, batch_size=64, num_workers=2)
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    print(len(main()))
+""",
     )
     INVALID = (
+        # the tokenizer's base class stores a lambda on it as it is built: the dataset keeps the tokenizer
+        Invalid(
+            """
+import multiprocessing as mp
+
+from torch.utils.data import DataLoader, Dataset
+
+
+class Vocabulary:
+    def __init__(self, add_bounds):
+        self._set_length_fn(add_bounds)
+
+    def _set_length_fn(self, add_bounds):
+        self.length_fn = (lambda tokens: len(tokens) + 2) if add_bounds else len
+
+
+class Tokenizer(Vocabulary):
+    def __init__(self):
+        super().__init__(add_bounds=True)
+
+
+class Sentences(Dataset):
+    def __init__(self, texts, tokenizer):
+        self.texts = texts
+        self.tokenizer = tokenizer
+
+    def __len__(self):
+        return len(self.texts)
+
+    def __getitem__(self, i):
+        return self.tokenizer.length_fn(self.texts[i])
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    loader = DataLoader(Sentences(["ab", "abc"], Tokenizer()), num_workers=2)
+    print(list(loader))
+""",
+            (12,),
+        ),
+        # the dataset's own `__init__` stores the lambda on it
+        Invalid(
+            """
+import multiprocessing as mp
+
+from torch.utils.data import DataLoader, Dataset
+
+
+class Scaled(Dataset):
+    def __init__(self, values, factor):
+        self.values = values
+        self.scale = lambda x: x * factor
+
+    def __len__(self):
+        return len(self.values)
+
+    def __getitem__(self, i):
+        return self.scale(self.values[i])
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    loader = DataLoader(Scaled([1.0, 2.0], 3.0), num_workers=2)
+    print(list(loader))
+""",
+            (10,),
+        ),
+        # `**kwargs` hands the dataset the keywords of the dict bound to it: its `target_transform` is kept
+        Invalid(
+            """
+import multiprocessing as mp
+
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+
+def main():
+    kwargs = dict(root="data", download=True, target_transform=transforms.Lambda(lambda y: y % 2))
+    train = datasets.MNIST(train=True, **kwargs)
+    kwargs = {"num_workers": 2}
+    return DataLoader(train, batch_size=64, **kwargs)
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    print(len(main()))
+""",
+            (9,),
+        ),
         # a `Process` is pickled with its `args`: the nested `build` goes with it
         Invalid(
             """
@@ -551,7 +696,16 @@ def loader(data):
                     f"{pickling_method_text(method)}, it raises {local[1].error}",
                 )
                 continue
-            for value, attribute in _kept_arguments(construction, found, ctx.module):
+            own = held_by_instance(dotted_name(construction.func) or "", ctx.module)
+            if own is not None and id(own[0]) not in reported:
+                reported.add(id(own[0]))
+                yield Report(
+                    own[0],
+                    f"`{_short(ctx, own[0])}` is {own[1].kind} that `{_short(ctx, construction.func)}` stores on "
+                    f"the dataset as it is built; pickled for workers started with {pickling_method_text(method)}, "
+                    f"it raises {own[1].error}",
+                )
+            for value, attribute in _kept_arguments(construction, found, ctx.module, scope):
                 held = held_unpicklable(value, scope, ctx.module)
                 if held is None or id(held[0]) in reported:
                     continue
@@ -582,17 +736,22 @@ def _construction(loader, found) -> cst.Call | None:
     return made if isinstance(made, cst.Call) else None
 
 
-def _kept_arguments(construction: cst.Call, found, module: cst.Module) -> list[tuple[cst.BaseExpression, str]]:
+def _kept_arguments(
+    construction: cst.Call, found, module: cst.Module, scope: cst.FunctionDef | None
+) -> list[tuple[cst.BaseExpression, str]]:
     """What the dataset keeps of its construction's arguments, with the attribute when known:
-    what `__init__` stores, for a class of this module; the keywords datasets of other modules keep."""
+    what `__init__` stores, for a class of this module; the keywords datasets of other modules keep.
+    A `**kwargs` gives the keywords of the dict last bound to it (`kwargs = dict(transform=t)`)."""
     name = dotted_name(construction.func)
+    spread = spread_keywords(construction, scope if scope is not None else module)
     if name in found.classes:
-        return found.classes[name].stored_arguments(construction)
+        return found.classes[name].stored_arguments(construction, spread)
     defined = (s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef)))
     if name is not None and name in defined:
         return []  # a function or another class of this module: nothing says what it keeps
     kept = process_table().dataset_kept_keywords
-    return [(arg.value, arg.keyword.value) for arg in construction.args if arg.keyword and arg.keyword.value in kept]
+    given = [(arg.keyword.value, arg.value) for arg in construction.args if arg.keyword is not None]
+    return [(value, key) for key, value in (*given, *spread) if key in kept]
 
 
 def _enclosing(ctx: FileContext) -> dict[int, cst.FunctionDef]:

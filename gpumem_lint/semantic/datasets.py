@@ -62,9 +62,12 @@ class DatasetClass:
             collector.walk(method.body)
         return collector.shared
 
-    def stored_arguments(self, construction: cst.Call) -> list[tuple[cst.BaseExpression, str]]:
+    def stored_arguments(
+        self, construction: cst.Call, spread: list[tuple[str, cst.BaseExpression]] = ()
+    ) -> list[tuple[cst.BaseExpression, str]]:
         """What a `Cls(...)` call passes that `__init__` keeps on the instance (`self.fn = fn`), with
-        the attribute: pickling the dataset for a worker pickles those too."""
+        the attribute: pickling the dataset for a worker pickles those too. `spread`: the keywords a
+        `**kwargs` of the call gives (pickling.py `spread_keywords`)."""
         init = self.methods.get("__init__")
         if init is None:
             return []
@@ -77,7 +80,7 @@ class DatasetClass:
             param = arg.keyword.value if arg.keyword is not None else params[position] if position < len(params) else None
             if param in stores:
                 stored.append((arg.value, stores[param]))
-        return stored
+        return stored + [(value, stores[key]) for key, value in spread if key in stores]
 
     def worker_methods(self) -> dict[str, cst.FunctionDef]:
         """The entry points and the `self.` methods they reach."""

@@ -65,6 +65,58 @@ def held_unpicklable(
     return _Holdings(module).search(value, scope, _DEPTH)
 
 
+def held_by_instance(
+    class_name: str, module: cst.Module
+) -> tuple[cst.BaseExpression, Unpicklable] | None:
+    """The lambda or local function an instance of module class `class_name` stores on itself while it is
+    built (`_Holdings.instance_state`); None if none is seen."""
+    return _Holdings(module).instance_state(class_name)
+
+
+def spread_keywords(call: cst.Call, scope: cst.CSTNode) -> list[tuple[str, cst.BaseExpression]]:
+    """The keyword arguments `**name` gives `call`, where the last binding of `name` before the call in
+    `scope` (a function, or the module) is a dict written out: `dict(train=True, transform=t)` or
+    `{"transform": t}`; a binding after the call (`kwargs = {...}` for the next call) is not this one."""
+    spread = [arg.value.value for arg in call.args if arg.star == "**" and isinstance(arg.value, cst.Name)]
+    if not spread:
+        return []
+    bindings = _BindingsBefore(call, set(spread))
+    bindings.walk(scope)
+    found = []
+    for name in spread:
+        value = bindings.last.get(name)
+        if isinstance(value, cst.Call) and dotted_name(value.func) == "dict":
+            found += [(arg.keyword.value, arg.value) for arg in value.args if arg.keyword is not None]
+        elif isinstance(value, cst.Dict):
+            found += [
+                (element.key.evaluated_value, element.value)
+                for element in value.elements
+                if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
+            ]
+    return found
+
+
+class _BindingsBefore(Walker):
+    """The value last assigned to each of `names` before `call`, in source order."""
+
+    def __init__(self, call: cst.Call, names: set[str]) -> None:
+        self.call, self.names = call, names
+        self.last: dict[str, cst.BaseExpression] = {}
+        self.reached = False
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        if not self.reached:
+            for target in node.targets:
+                if isinstance(target.target, cst.Name) and target.target.value in self.names:
+                    self.last[target.target.value] = node.value
+        return not self.reached
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        if node is self.call:
+            self.reached = True
+        return not self.reached
+
+
 #: How many names, calls and returns the search follows from the value handed over.
 _DEPTH = 10
 
@@ -73,7 +125,36 @@ class _Holdings:
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self.functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
-        self.classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef)}
+        self.class_defs = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
+        self.classes = set(self.class_defs)
+
+    def instance_state(self, name: str, depth: int = _DEPTH) -> tuple[cst.BaseExpression, Unpicklable] | None:
+        """A lambda or local function an instance of module class `name` holds of its own making: what
+        the `__init__` of the class and of its module base classes (`super().__init__()`) and the `self.`
+        methods they call store on `self` (`self.len_fn = lambda tokens: len(tokens) + 2`,
+        `self.augment = Compose([..., lambda img: ...])`). Pickling the instance pickles its `__dict__`; a
+        class that says how it pickles (`__getstate__`, `__reduce__`) is not followed."""
+        chain = _class_chain(name, self.class_defs)
+        methods: dict[str, cst.FunctionDef] = {}
+        for body in chain:
+            for method in body:
+                methods.setdefault(method.name.value, method)
+        if not chain or methods.keys() & _PICKLING_HOOKS:
+            return None
+        pending = [method for body in chain for method in body if method.name.value == "__init__"]
+        seen = set()
+        while pending:
+            method = pending.pop()
+            if id(method) in seen:
+                continue
+            seen.add(id(method))
+            stores = _SelfStores()
+            stores.walk(method.body)
+            found = self._first(method, depth, stores.values)
+            if found is not None:
+                return found
+            pending.extend(methods[called] for called in stores.called if called in methods)
+        return None
 
     def search(
         self, value: cst.BaseExpression | None, scope: cst.FunctionDef | None, depth: int, index: int | None = None
@@ -93,6 +174,8 @@ class _Holdings:
             return self._first(scope, depth, (e.value for e in elements))
         if isinstance(value, cst.Dict):
             return self._first(scope, depth, (e.value for e in value.elements))
+        if isinstance(value, cst.IfExp):  # either arm may be what runs
+            return self._first(scope, depth, (value.body, value.orelse), index)
         if isinstance(value, cst.Call):
             if isinstance(value.func, cst.Name):  # an instance of a local class: pickle looks its class up by name
                 made_by = self.search(value.func, scope, depth - 1)
@@ -102,8 +185,9 @@ class _Holdings:
             if name in self.functions:
                 function = self.functions[name]
                 return self._first(function, depth - 1, _returned(function), index)
-            if name in self.classes or name is not None and _names_class(name.rsplit(".", 1)[-1]):
-                return self._first(scope, depth - 1, (arg.value for arg in value.args))
+            if name == "dict" or name in self.classes or name is not None and _names_class(name.rsplit(".", 1)[-1]):
+                made = self._first(scope, depth - 1, (arg.value for arg in value.args))
+                return made if made is not None or name not in self.classes else self.instance_state(name, depth - 1)
         return None
 
     def _first(self, scope, depth: int, values, index: int | None = None):
@@ -129,6 +213,55 @@ class _Holdings:
             if found is not None:
                 return found
         return None
+
+
+#: Methods by which a class says how its instances pickle: what `__dict__` holds need not be sent.
+_PICKLING_HOOKS = frozenset({"__getstate__", "__reduce__", "__reduce_ex__"})
+
+
+def _class_chain(name: str, classes: dict[str, cst.ClassDef]) -> list[list[cst.FunctionDef]]:
+    """The methods of module class `name`, then of its module base classes (`class Tokenizer(Language)`),
+    in the order attribute lookup searches them; empty for a class of another module."""
+    chain, pending, seen = [], [name], set()
+    while pending:
+        current = pending.pop(0)
+        if current in seen or current not in classes:
+            continue
+        seen.add(current)
+        chain.append([s for s in classes[current].body.body if isinstance(s, cst.FunctionDef)])
+        pending.extend(dotted_name(base.value) or "" for base in classes[current].bases)
+    return chain
+
+
+class _SelfStores(Walker):
+    """What a method stores on `self` (`self.fn = v`), and the `self.` methods it calls."""
+
+    def __init__(self) -> None:
+        self.values: list[cst.BaseExpression] = []
+        self.called: list[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(_on_self(target.target) for target in node.targets):
+            self.values.append(node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None and _on_self(node.target):
+            self.values.append(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            self.called.append(func.attr.value)
+
+
+def _on_self(target: cst.BaseExpression) -> bool:
+    return isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"
 
 
 def _enclosing_function(function: cst.FunctionDef, module: cst.Module) -> cst.FunctionDef | None:
