@@ -60,7 +60,7 @@ class InplaceWriteOnSavedTensor(Rule):
     a module's output, or a module's `forward` input. The rule reports in code that runs a
     backward (calls `backward()`), in a function a caller differentiates (`loss.backward()` on its
     result, or `torch.autograd.functional.jacobian(f, x)`, which calls `f` on tensors that require
-    grad: F54) and in a module's `forward`, unless that `forward` returns
+    grad: F54) and in a module's `forward` (or the `__call__` a module class defines in its place), unless that `forward` returns
     only tensors that never require grad (the indices of a `topk`, a comparison's mask: F26),
     so no backward can reach the saving op; a forward that hands the graph on otherwise (an
     attribute it sets) is then missed. A module run only for inference without
@@ -577,6 +577,52 @@ Solver().train([torch.randn(4, 8) for _ in range(2)])
 """,
     )
     INVALID = (
+        # an nn.Module that defines `__call__` in place of `forward`: calling it runs that, with grad recorded
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.relu = nn.ReLU()
+
+    def __call__(self, x):
+        att = self.relu(x.sum(1, keepdim=True))
+        att[:, :, 0] = 0
+        return x * att
+
+
+layer = nn.Conv1d(2, 2, 1)
+Attention()(layer(torch.randn(1, 2, 4))).sum().backward()
+print(tuple(layer.weight.grad.shape))
+""",
+            (13,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.relu = nn.ReLU()
+
+    def __call__(self, x):
+        att = self.relu(x.sum(1, keepdim=True))
+        att = att.clone()
+        att[:, :, 0] = 0
+        return x * att
+
+
+layer = nn.Conv1d(2, 2, 1)
+Attention()(layer(torch.randn(1, 2, 4))).sum().backward()
+print(tuple(layer.weight.grad.shape))
+""",
+            prints="(2, 2, 1)",
+        ),
         # `jacobian` calls `fill` on an input that requires grad and differentiates it: softplus kept `b[:, 0]`
         Invalid(
             """
@@ -1470,14 +1516,14 @@ def _builds_a_module(facts: ScopeFacts) -> bool:
 
 def _runs_backward(facts: ScopeFacts) -> bool:
     """Code whose graph is differentiated: it calls `backward()`, a caller that does hands it tensors that
-    require grad, or it is a module's `forward` that returns something differentiable (not only the
+    require grad, or it is a module's `forward` (or the `__call__` it defines in its place) that returns
+    something differentiable (not only the
     indices of a `topk` or a mask: no backward reaches the ops behind those)."""
     scope = facts.scope
     if scope.trains or facts.called_by_training:
         return True
     return (
-        scope.is_method
-        and scope.name == "forward"
+        scope.is_forward
         and scope.classes is not None
         and scope.classes.is_module_class(scope.class_name)
         and facts.returns_grad is not Grad.NO

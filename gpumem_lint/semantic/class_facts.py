@@ -50,6 +50,7 @@ class ClassFacts:
     attributes: dict[str, AttributeFact | None] = field(default_factory=dict)  # None: unknown
     #: `self.pool = Pool(...)`: the pool or executor call an attribute holds (None: something else too).
     workers: dict[str, cst.Call | None] = field(default_factory=dict)
+    defines_call: bool = False  # the class body defines `__call__`
 
 
 class ClassTable:
@@ -65,10 +66,11 @@ class ClassTable:
 
     def called_method(self, name: str) -> str | None:
         """The method that calling an object of class `name` of this file runs: `forward` for an
-        nn.Module, `__call__` otherwise."""
+        nn.Module, unless the class defines `__call__` in its place (then the module's forward), and
+        `__call__` otherwise."""
         if name not in self._classes:
             return None
-        return "forward" if self.is_module_class(name) else "__call__"
+        return "forward" if self.is_module_class(name) and not self._classes[name].defines_call else "__call__"
 
     def is_module_class(self, name: str) -> bool:
         """A class of this file that derives from `nn.Module`, directly or through others here."""
@@ -143,7 +145,8 @@ class ClassFactsBuilder:
             name = dotted_name(arg.value)
             if name is not None:
                 bases.append(self._imports.qualify_name(name) or name)
-        facts = ClassFacts(node.name.value, tuple(bases))
+        defines_call = any(isinstance(s, cst.FunctionDef) and s.name.value == "__call__" for s in node.body.body)
+        facts = ClassFacts(node.name.value, tuple(bases), defines_call=defines_call)
         self._classes.setdefault(facts.name, facts)  # a redefinition keeps the first: its facts are unknown
         return facts
 

@@ -220,7 +220,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             storage = self._storage(("param", name), name, "param")
             array = name in self.scope.array_places and tensor is False
             handle = self._handle(("param", name), storage, AliasKind.OWN, None, tensor=bool(tensor), ndarray=array)
-            if tensor and self.scope.name == "forward" and self.scope.is_method:
+            if tensor and self.scope.is_forward:
                 handle.grad = Grad.MAY  # a module's input: the previous layer's activations
             passed = self.passed.get(name)
             if passed is not None and passed.module is not None:  # `train(netD, Generator())`: a module

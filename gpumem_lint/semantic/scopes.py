@@ -56,6 +56,16 @@ class Scope:
     def is_method(self) -> bool:
         return self.class_name is not None
 
+    @property
+    def is_forward(self) -> bool:
+        """A module's forward: a method `forward`, or the `__call__` an `nn.Module` class defines in its
+        place (calling the module runs it, with the hooks `nn.Module.__call__` would run skipped)."""
+        if not self.is_method or self.name not in ("forward", "__call__"):
+            return False
+        if self.name == "forward":
+            return True
+        return self.classes is not None and self.classes.is_module_class(self.class_name)
+
 
 @dataclass
 class _Class:
@@ -329,7 +339,7 @@ class ScopeCollector(Walker):
             first = next(iter(scope.params), None)
             # The input of a module's forward is a tensor unless annotated otherwise, or unless the forward
             # converts numpy arrays (`torch.from_numpy(...)`: a transform module handed an image array).
-            forward = scope.name == "forward" and scope.is_method
+            forward = scope.is_forward
             if forward and first is not None and scope.params[first] is None and not self._converts(scope, first):
                 scope.params[first] = True
                 scope.assumed_tensor = first
