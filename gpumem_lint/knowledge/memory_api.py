@@ -37,6 +37,7 @@ class MemoryApi:
     placement_keywords: frozenset[str]
     moving_methods: frozenset[str]  # `model.to("cuda")`: the object itself moves
     keepers: dict[str, frozenset[str]]  # a class -> its methods whose arguments its objects keep
+    built_keepers: dict[str, str]  # a class -> the parameter whose argument its objects keep (`Trainer(model=m)`)
 
 
 @cache
@@ -64,4 +65,5 @@ def memory_api() -> MemoryApi:
         placement_keywords=frozenset(data["host_memory"]["placement_keywords"]),
         moving_methods=frozenset(data["host_memory"]["moving_methods"]),
         keepers={name: frozenset(methods) for name, methods in data["keepers"].items()},
+        built_keepers=dict(data["built_keepers"]),
     )

@@ -17,7 +17,8 @@ class EmptyCacheAfterDelStillReferenced(Rule):
     `x.view(...)`, `x.detach()`, `x.numpy()`, `x.state_dict()`), or an optimizer built directly from
     `x.parameters()`, or an object that keeps what it is given (a Lightning `Trainer` after
     `trainer.fit(x)`, an accelerate `Accelerator` after `prepare(x)`: `memory_api.toml` [keepers],
-    from their source). A container holding one item of `x` (`{k: x[k]}`) keeps only that item. Memory
+    from their source), or one built from it that keeps it (a transformers `Trainer(model=x)`, which also
+    moves it to the GPU: [built_keepers]). A container holding one item of `x` (`{k: x[k]}`) keeps only that item. Memory
     known to be on the host (`t.cpu()`, `torch.load(f, map_location="cpu")`, a transformers or diffusers
     `from_pretrained(...)` given no `device_map=` or `device=` and not moved since, what such an object
     holds, a function of this file every `return` of which gives such memory) is not judged: the CUDA
@@ -237,8 +238,45 @@ def reshard(paths):
         del state_dict
         torch.cuda.empty_cache()
 """,
+        # the trainer goes with the model: nothing refers to its memory any more
+        """
+import gc
+
+import torch
+from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+
+
+def finetune(train_set):
+    model = AutoModelForSequenceClassification.from_pretrained("distilbert-base-uncased", num_labels=2)
+    trainer = Trainer(model=model, args=TrainingArguments(output_dir="out"), train_dataset=train_set)
+    metrics = trainer.train()
+    del trainer, model
+    gc.collect()
+    torch.cuda.empty_cache()
+    return metrics
+""",
     )
     INVALID = (
+        # the trainer keeps the model it was built with, and moved it to the GPU
+        Invalid(
+            """
+import gc
+
+import torch
+from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+
+
+def finetune(train_set):
+    model = AutoModelForSequenceClassification.from_pretrained("distilbert-base-uncased", num_labels=2)
+    trainer = Trainer(model=model, args=TrainingArguments(output_dir="out"), train_dataset=train_set)
+    trainer.train()
+    del model
+    gc.collect()
+    torch.cuda.empty_cache()
+    return trainer.evaluate()
+""",
+            (12,),
+        ),
         # the trainer keeps the model it fitted (`trainer.lightning_module`)
         Invalid(
             """

@@ -118,6 +118,9 @@ class CallSemantics:
             for handle in made.handles:
                 handle.keeps = keeps
             return made
+        kept = memory_api().built_keepers.get(qualified or "")
+        if kept is not None:
+            return self._built_from(node, args, kept)
         if qualified is not None and attribute:
             return self._fresh_value(node)  # `sympy.expand(e)`, `math.sqrt(x)`: another library's function
         if receiver is not None:
@@ -200,6 +203,22 @@ class CallSemantics:
             )
         if method in self.mutators:
             self._write_mutated_arguments(self.mutators[method], node, args, state, skip=1)
+
+    def _built_from(self, node: cst.Call, args: list[Value], parameter: str) -> Value:
+        """`Trainer(model=model, ...)`: an object that keeps what it is built from (memory_api.toml
+        [built_keepers]), and places it on the training device, holds its memory; training it trains
+        that module."""
+        made = self._fresh_value(node)
+        given = [
+            value
+            for position, (arg, value) in enumerate(zip(node.args, args))
+            if (arg.keyword is not None and arg.keyword.value == parameter)
+            or (position == 0 and not arg.keyword and not arg.star)
+        ]
+        kept = frozenset(handle for value in given for handle in value.handles)
+        for handle in kept:
+            handle.storage.host = False
+        return Value(made.handles | frozenset(self._stored(handle, node) for handle in kept))
 
     def _differentiated_call(self, node: cst.Call, function: Value) -> None:
         """`jacobian(f, x)`: `f`, a function of this file or an object whose class's `__call__` it runs, is
