@@ -44,7 +44,9 @@ class DatasetStateMutatedInWorker(Rule):
     `self.stats[k] = v`, `self.buf.add_(x)` — which the main process evidently reads:
     another method of the class (not `__init__`) or code holding the dataset reads that
     attribute, and a `DataLoader` in the same module loads the Dataset with `num_workers`
-    other than 0.
+    other than 0. The loader's dataset is known by the class it is built with, or by the function
+    or method that makes it (`Images().cache()`, `make()`) when every `return` of every function of
+    that name builds one class of the module.
 
     ## Why is this bad?
     Each worker process holds its own copy of the dataset (forked, or pickled when the
@@ -116,8 +118,79 @@ class Counting(Dataset):
 
 loader = DataLoader(Counting(), batch_size=8)
 """,
+        # two classes' `wrap()` build different datasets: which one `wrap()` gives is not known
+        """
+from torch.utils.data import DataLoader, Dataset
+
+
+class Filling(Dataset):
+    def __init__(self):
+        self.store = {}
+
+    def __getitem__(self, i):
+        self.store[i] = i
+        return i
+
+
+class Plain(Dataset):
+    def __getitem__(self, i):
+        return i
+
+
+class Other:
+    def wrap(self):
+        return Plain()
+
+
+class Source:
+    def wrap(self):
+        return Filling()
+
+
+dataset = Other().wrap()
+for batch in DataLoader(dataset, batch_size=4, num_workers=2):
+    print(batch, dataset.store)
+""",
     )
     INVALID = (
+        # `cache()` builds the caching wrapper: the loader's dataset is a `Cached`, filled in the workers
+        Invalid(
+            """
+from torch.utils.data import DataLoader, Dataset
+
+
+class Base(Dataset):
+    def cache(self):
+        return Cached(self)
+
+
+class Cached(Base):
+    def __init__(self, inner):
+        self.inner, self.store = inner, {}
+
+    def __len__(self):
+        return len(self.inner)
+
+    def __getitem__(self, i):
+        if i not in self.store:
+            self.store[i] = self.inner[i]
+        return self.store[i]
+
+
+class Squares(Base):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return i * i
+
+
+dataset = Squares().cache()
+for batch in DataLoader(dataset, batch_size=4, num_workers=2):
+    print(batch, len(dataset.store))
+""",
+            (19,),
+        ),
         Invalid(
             """
 from torch.utils.data import DataLoader, Dataset

@@ -156,6 +156,12 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
                 classes[node.name.value] = DatasetClass(node, _methods(node))
                 changed = True
     instances = {name: cls for name, cls in collector.assigned.items() if cls in classes}
+    # `ds = make()`, `ds = Images().cache()`: a function or method every `return` of which builds one class
+    makers = _makers(module, collector.class_nodes)
+    for name, called in collector.assigned.items():
+        made = makers.get(called.rsplit(".", 1)[-1]) if name not in instances else None
+        if made in classes:
+            instances[name] = made
     loaders = []
     worker_loaders = []
     for call in collector.loader_calls:
@@ -195,7 +201,7 @@ class _Collector(Walker):
         self.imports = imports
         self.class_nodes: list[cst.ClassDef] = []
         self.loader_calls: list[cst.Call] = []
-        self.assigned: dict[str, str] = {}
+        self.assigned: dict[str, str] = {}  # name -> the class, function or method called to make it
         self.loader_names: dict[int, str] = {}  # id(DataLoader call) -> the name it is assigned to
         self.calls: list[cst.Call] = []
         self.values: dict[str, cst.BaseExpression] = {}
@@ -232,7 +238,9 @@ class _Collector(Walker):
             if name is not None:
                 self.values[name] = node.value
         if isinstance(node.value, cst.Call):
-            cls = dotted_name(node.value.func)
+            func = node.value.func
+            # the class called, or the function or method (`Images().cache()`: `cache`) that may build one
+            cls = dotted_name(func) or (func.attr.value if isinstance(func, cst.Attribute) else None)
             for target in node.targets:
                 name = dotted_name(target.target)
                 if name is not None and cls is not None:
@@ -319,6 +327,36 @@ def self_attribute(node: cst.BaseExpression) -> str | None:
     if name is None or not name.startswith("self."):
         return None
     return name.split(".")[1]
+
+
+def _makers(module: cst.Module, class_nodes: list[cst.ClassDef]) -> dict[str, str]:
+    """Module-level functions and methods, by name, every `return` of which builds an object of one class
+    of the module (`def cache(self): return _Cached(self, Memory())`): what calling them gives. A name
+    that functions or methods of different classes share is left out."""
+    classes = {node.name.value for node in class_nodes}
+    functions = [s for s in module.body if isinstance(s, cst.FunctionDef)]
+    functions += [m for node in class_nodes for m in _methods(node).values()]
+    made: dict[str, set[str | None]] = {}
+    for function in functions:
+        returns = _ReturnedCalls()
+        returns.walk(function.body)
+        built = {dotted_name(value.func) if isinstance(value, cst.Call) else None for value in returns.values}
+        made.setdefault(function.name.value, set()).update(built if returns.values else {None})
+    return {name: next(iter(built)) for name, built in made.items() if len(built) == 1 and built <= classes}
+
+
+class _ReturnedCalls(Walker):
+    def __init__(self) -> None:
+        self.values: list[cst.BaseExpression | None] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.values.append(node.value)
 
 
 def _methods(node: cst.ClassDef) -> dict[str, cst.FunctionDef]:
