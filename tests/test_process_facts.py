@@ -6,6 +6,7 @@ bench/gpu/process_probe.json, and re-measured by tests/gpu/test_process_probe_gp
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import json
 import multiprocessing
@@ -128,6 +129,23 @@ if __name__ == "__main__":
     print(json.dumps({"read": read, "shared": shared, "first_sender_sees": x.mean().item(),
                       "exitcodes": [middle.exitcode, end.exitcode]}))
 """
+
+
+def test_f55_recorded_a_manager_queue_relays_what_is_put_on_it():
+    """A queue made by `mp.Manager()` is a proxy: the manager's server process receives the tensor and sends
+    it on, which torch refuses for a CUDA tensor (F38's error, raised in the manager) and does for a CPU one."""
+    cuda, cpu = RECORDED["manager_queue_cuda_tensor"], RECORDED["manager_queue_cpu_tensor"]
+    assert cuda["consumer"] == "RemoteError"
+    assert "Attempted to send CUDA tensor received from another process" in cuda["error"]
+    assert (cpu["consumer"], cpu["values"]) == ("got", [0.0, 1.0, 2.0, 3.0])
+
+
+def test_f55_a_manager_queue_relays_a_cpu_tensor():
+    spec = importlib.util.spec_from_file_location("process_probe", ROOT / "bench" / "gpu" / "process_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    measured = probe.run(probe._PROBES["manager_queue_cpu_tensor"])
+    assert (measured["consumer"], measured["values"]) == ("got", [0.0, 1.0, 2.0, 3.0])
 
 
 @pytest.mark.parametrize("method", ["spawn", "fork"])

@@ -10,7 +10,8 @@ The two relay probes (a received CUDA tensor sent on to a third process, issue 1
 on 2026-12-01 (the same H200 and torch): docs/facts.md F38. The clone relay, the resend probes (sent
 on through a Pipe, which pickles in the relay's own thread, so it sees the error) and the reply to
 the first sender were run later that day (`process_probe.py relay_sends_clone resend_from_queue ...`,
-merged into the JSON): F38 and GML213's page quote them.
+merged into the JSON): F38 and GML213's page quote them. The two manager-queue probes were run on
+2026-12-03 (`process_probe.py manager_queue_cuda_tensor manager_queue_cpu_tensor`, merged): F55.
 """
 
 from __future__ import annotations
@@ -220,6 +221,41 @@ if __name__ == "__main__":
     print(json.dumps({{"parent_sees": t.sum().item(), "parent_is_shared": t.is_shared()}}))
 """
 
+# A child puts a tensor on a queue made by `mp.Manager()`: a proxy, whose `put` sends it to the manager's server
+# process, which sends it on to the process that gets it (issue 18, the seventh recall batch's manager queue case).
+_MANAGER_QUEUE = """
+import json, queue as queues, torch, torch.multiprocessing as mp
+
+def producer(q, release):
+    x = torch.arange(4.0, device="{device}")
+    try:
+        q.put(x)
+        outcome = "put"
+    except Exception as error:
+        outcome = type(error).__name__ + ": " + str(error)[:160]
+    release.wait(30)
+    print(json.dumps({{"producer": outcome}}), flush=True)
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    manager = mp.Manager()
+    q, release = manager.Queue(), mp.Event()
+    p = mp.Process(target=producer, args=(q, release))
+    p.start()
+    try:
+        got = q.get(timeout=30)
+        result = {{"consumer": "got", "values": got.tolist(), "device": str(got.device)}}
+    except queues.Empty:
+        result = {{"consumer": "nothing within 30 s"}}
+    except Exception as error:
+        # a manager's error carries the server's traceback: its last `...Error: ...` line says what failed
+        lines = [line.strip() for line in str(error).splitlines() if "Error" in line]
+        result = {{"consumer": type(error).__name__, "error": lines[-1][:240] if lines else str(error)[:240]}}
+    release.set()
+    p.join(60)
+    print(json.dumps(result))
+"""
+
 _PROBES = {
     "fork_after_nothing": _CHILD_USES_CUDA.format(before="pass", method="fork"),
     "fork_after_is_available": _CHILD_USES_CUDA.format(before="torch.cuda.is_available()", method="fork"),
@@ -239,6 +275,8 @@ _PROBES = {
     "relay_back_to_first_sender": _CUDA_BACK_TO_SENDER,
     "cpu_child_write_spawn": _CPU_CHILD_WRITE.format(method="spawn"),
     "cpu_child_write_fork": _CPU_CHILD_WRITE.format(method="fork"),
+    "manager_queue_cuda_tensor": _MANAGER_QUEUE.format(device="cuda"),
+    "manager_queue_cpu_tensor": _MANAGER_QUEUE.format(device="cpu"),
 }
 
 

@@ -28,6 +28,10 @@ class ReceivedCudaTensorSentOn(Rule):
     tensor counts when it is sent itself, a view of it, or inside a tuple, list or dict; a copy
     (`x.clone()`, `x * 2`, `x.cpu()`) is new memory and is not reported.
 
+    A CUDA tensor put on a queue made by a `multiprocessing` manager (`mp.Manager().Queue()`) is
+    reported too: that queue is a proxy, and its `put` sends the tensor to the manager's server
+    process, which has to send it on to the process that gets it.
+
     ## Why is this bad?
     A CUDA tensor crosses a process boundary as an IPC handle to memory its first sender
     owns, and torch does not share such a received tensor again. Measured on an H200 (torch
@@ -45,6 +49,11 @@ class ReceivedCudaTensorSentOn(Rule):
     Run on the CPU (3 processes, spawn and fork), a tensor relayed through a second queue
     reached the reader, and the reader's write reached the first sender
     (`tests/test_process_facts.py`).
+
+    Through a manager's queue (F55, the same H200, 2026-12-03): a spawn child's `put` of a CUDA
+    tensor on `mp.Manager().Queue()` made the parent's `get()` raise `RemoteError`, the manager's
+    traceback ending in the same `RuntimeError: Attempted to send CUDA tensor received from another
+    process`; a CPU tensor arrived.
 
     ## Known problems
     A tensor counts as a CUDA tensor when the syntax of its first send says so (`.cuda()`,
@@ -199,8 +208,53 @@ class Batcher:
         batch = self.staged_q.get()
         self.out_q.put(batch)
 """,
+        # a CPU tensor through a manager's queue: pickled to the manager and on to the reader, as F55 measured
+        """
+import torch
+import torch.multiprocessing as mp
+
+
+def produce(out_q, done):
+    out_q.put(torch.ones(4))
+    done.wait()
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    manager = mp.Manager()
+    out_q, done = manager.Queue(), mp.Event()
+    producer = mp.Process(target=produce, args=(out_q, done))
+    producer.start()
+    print(out_q.get(timeout=30))
+    done.set()
+    producer.join()
+""",
     )
     INVALID = (
+        # a manager's queue is a proxy: the manager's process receives the CUDA tensor and has to send it on
+        Invalid(
+            """
+import torch
+import torch.multiprocessing as mp
+
+
+def produce(out_q, done):
+    out_q.put(torch.ones(4, device="cuda"))
+    done.wait()
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    manager = mp.Manager()
+    out_q, done = manager.Queue(), mp.Event()
+    producer = mp.Process(target=produce, args=(out_q, done))
+    producer.start()
+    print(out_q.get(timeout=30))
+    done.set()
+    producer.join()
+""",
+            (7,),
+        ),
         Invalid(
             """
 import torch
@@ -310,6 +364,13 @@ class Relay:
         channels = _cuda_channels(model, evidence)
         reported: set[int] = set()
         relays = chain(_relays(model, evidence, channels), _child_method_relays(model, evidence, channels))
+        for send in _proxied_cuda_sends(model, evidence):
+            reported.add(id(send.node))
+            yield Report(
+                send.node,
+                f"{crossing_text(ctx, send)} puts a CUDA tensor on a `Manager()` queue: the manager's process "
+                "receives it and cannot send it on, so the reader's `get()` raises",
+            )
         for facts, send, received in relays:
             if id(send.node) in reported:
                 continue
@@ -343,6 +404,28 @@ def _cuda_channels(model: ProcessModel, evidence: CudaEvidence) -> set[cst.CSTNo
                 ):
                     channels |= _objects(receiver.received[send.channel].handles)
     return channels
+
+
+def _proxied_cuda_sends(model: ProcessModel, evidence: CudaEvidence) -> Iterator[Crossing]:
+    """Puts of a CUDA tensor on a manager's queue (F55): made in this scope, or handed to a child as an argument."""
+    proxies = {
+        info.node for facts in model.facts for info in facts.processes.process_objects.values() if info.proxy
+    }
+    if not proxies:
+        return
+    for facts, crossing in model.crossings():
+        if crossing.kind == "queue" and crossing.channel in proxies and evidence.sends_cuda(facts, crossing):
+            yield crossing
+        elif crossing.kind in _STARTS and (receiver := model.receiver(facts, crossing)) is not None:
+            for send in receiver.facts.processes.crossings:
+                if (
+                    send.kind == "queue"
+                    and isinstance(send.channel, str)
+                    and send.channel in receiver.received
+                    and _objects(receiver.received[send.channel].handles) & proxies
+                    and evidence.sends_cuda(receiver.facts, send)
+                ):
+                    yield send
 
 
 def _relays(

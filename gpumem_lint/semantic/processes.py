@@ -54,6 +54,7 @@ class ProcessTable:
     setters: frozenset[str]
     contexts: frozenset[str]
     context_methods: frozenset[str]
+    manager_queue_methods: frozenset[str]  # `manager.Queue()`: a proxy queue in the manager's process
     constructors: dict[str, str]
     spawners: frozenset[str]
     pool_methods: dict[str, tuple[str, bool]]
@@ -80,6 +81,7 @@ def process_table() -> ProcessTable:
         setters=frozenset(start["setters"]),
         contexts=frozenset(start["contexts"]),
         context_methods=frozenset(start["context_methods"]),
+        manager_queue_methods=frozenset(start["manager_queue_methods"]),
         constructors=dict(data["constructors"]),
         spawners=frozenset(data["spawners"]["functions"]),
         pool_methods=calls(data["pool_methods"]),
@@ -134,10 +136,11 @@ class Crossing:
 
 @dataclass(eq=False)
 class ProcessObject:
-    kind: str  # "context", "process", "processes", "queue", "pipe", "pool", "executor"
+    kind: str  # "context", "process", "processes", "queue", "pipe", "pool", "executor", "manager"
     start_method: str | None = None
     crossing: Crossing | None = None
     node: cst.CSTNode | None = None  # the call that made it
+    proxy: bool = False  # a manager's queue: what is put on it goes through the manager's process (F55)
 
 
 @dataclass
@@ -297,6 +300,8 @@ class ProcessSemantics:
         if owner.kind == "context" and method in table.context_methods:
             kind = table.constructors.get(f"multiprocessing.{method}")
             return self._construct(node, kind, owner.start_method, args, state)
+        if owner.kind == "manager" and method in table.manager_queue_methods:
+            return self._object(node, ProcessObject("queue", owner.start_method, proxy=True))
         if owner.kind == "process" and method == "start" and owner.crossing is not None:
             self._open_crossing(owner.crossing, state)
             return EMPTY

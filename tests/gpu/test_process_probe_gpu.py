@@ -1,4 +1,4 @@
-"""On a CUDA machine, re-run bench/gpu/process_probe.py and compare with the recorded facts (F13-F15, F38)."""
+"""On a CUDA machine, re-run bench/gpu/process_probe.py and compare with the recorded facts (F13-F15, F38, F55)."""
 
 from __future__ import annotations
 
@@ -29,3 +29,8 @@ def test_probe_matches_the_recorded_facts():
     for name in ("resend_from_queue", "resend_view_from_queue", "resend_process_argument", "resend_clone_from_queue"):
         measured = probe.run(probe._PROBES[name])
         assert (measured["outcome"], measured["mean"]) == (RECORDED[name]["outcome"], RECORDED[name]["mean"]), name
+    managed = probe.run(probe._PROBES["manager_queue_cuda_tensor"])
+    assert (managed["consumer"], managed["error"]) == (
+        RECORDED["manager_queue_cuda_tensor"]["consumer"],
+        RECORDED["manager_queue_cuda_tensor"]["error"],
+    )
