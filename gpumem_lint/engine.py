@@ -25,6 +25,7 @@ from gpumem_lint.noqa import parse_suppressions
 from gpumem_lint.rules import InternalError, InvalidSyntax, UnreadableFile
 from gpumem_lint.rules.base import Report, Rule
 from gpumem_lint.rules.gml002_unused_suppression import UnusedSuppression, unused_suppressions
+from gpumem_lint.semantic.values import fresh_serials
 from gpumem_lint.source import decode_source, undecodable_reason
 from gpumem_lint.untriggered import syntax_error
 
@@ -70,6 +71,13 @@ def _check(
     text: str, display: str, rules: Sequence[type[Rule]], used: set[tuple[int, str]], dependencies: set[Path]
 ) -> list[Diagnostic]:
     """The rules' findings; `used` collects (row, code) of each `# noqa` that suppressed one."""
+    with fresh_serials():  # the same findings whatever this process linted before
+        return _checked(text, display, rules, used, dependencies)
+
+
+def _checked(
+    text: str, display: str, rules: Sequence[type[Rule]], used: set[tuple[int, str]], dependencies: set[Path]
+) -> list[Diagnostic]:
     active = active_rules(text, rules)
     if not active or "\x00" in text:  # CPython refuses NUL bytes, libcst does not
         return _syntax_only(text, display, rules)

@@ -11,13 +11,13 @@ operation". Mixed into `ScopeAnalyzer`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
 from gpumem_lint.knowledge.autograd import SavedTensors, saved_for_backward
 from gpumem_lint.semantic.imports import dotted_name
-from gpumem_lint.semantic.values import AliasKind, Grad, Role, State, Storage, Value, Write
+from gpumem_lint.semantic.values import AliasKind, Grad, Role, Serial, State, Storage, Value, Write, next_serial
 
 #: Operators by libcst node type, as the table names them.
 _OPERATORS = {
@@ -38,12 +38,13 @@ _NUMBERS = (cst.Integer, cst.Float)
 
 
 @dataclass(frozen=True, eq=False)
-class Saving:
+class Saving(Serial):
     """An op that kept a tensor for its backward."""
 
     node: cst.CSTNode
     op: str  # as the user wrote it: `torch.sigmoid`, `*`, `nn.Linear`
     item: str  # what it kept: "output", or the argument's name
+    serial: int = field(default_factory=next_serial, init=False, repr=False)
 
 
 @dataclass(frozen=True, eq=False)

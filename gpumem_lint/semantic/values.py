@@ -6,16 +6,49 @@ a `state_dict()`), identified by the expression that made it. Places (names and
 attribute paths such as `self.buf`) are bound to sets of handles; a *write* through one
 handle is *seen* by every other handle of a related storage, and a later read of such
 a handle is recorded as a `Read` for the rules to judge.
+
+Storages, handles, writes and savings are compared by identity, but hashed by a serial number given
+at creation, counted afresh for each file (`fresh_serials`): the analysis iterates sets of them, and
+an identity hash (an address) would make that order, and with it a tie between two findings, differ
+from run to run.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from typing import NamedTuple
 
 import libcst as cst
+
+_serials = itertools.count()
+
+
+def next_serial() -> int:
+    return next(_serials)
+
+
+@contextmanager
+def fresh_serials() -> Iterator[None]:
+    """Number the analysis objects made inside from 0, whatever was analysed before (another file)."""
+    global _serials
+    outer, _serials = _serials, itertools.count()
+    try:
+        yield
+    finally:
+        _serials = outer
+
+
+class Serial:
+    """Hashed by creation order, equal only to itself (see the module's docstring)."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return self.serial
 
 
 class AliasKind(str, Enum):
@@ -68,7 +101,7 @@ class Role(str, Enum):
 
 
 @dataclass(eq=False)
-class Storage:
+class Storage(Serial):
     label: str
     origin: str  # "param", "external", "fresh"; "none" for None, "value" for Python numbers (`x.tolist()`)
     parent: Storage | None = None
@@ -76,6 +109,7 @@ class Storage:
     #: `x.cpu()`, `torch.load(f, map_location="cpu")`: memory the CUDA allocator never holds (True), moved
     #: off it (`model.to("cuda")`: False), or where the storage it is part of is (None).
     host: bool | None = None
+    serial: int = field(default_factory=next_serial, init=False, repr=False)
 
     def on_host(self) -> bool:
         """Host memory: its own, or that of the object it is part of (`pipe.transformer` of a pipeline on the CPU)."""
@@ -107,7 +141,7 @@ class Storage:
 
 
 @dataclass(eq=False)
-class Handle:
+class Handle(Serial):
     storage: Storage
     kind: AliasKind
     node: cst.CSTNode | None  # the expression that made it; None for a parameter
@@ -132,6 +166,7 @@ class Handle:
     graph: frozenset = frozenset()
     #: An object that keeps what these methods of it are given (`trainer.fit(model)`): memory_api.toml [keepers].
     keeps: frozenset[str] = frozenset()
+    serial: int = field(default_factory=next_serial, init=False, repr=False)
 
     def grad_leaf(self) -> Handle | None:
         """The leaf requiring grad that this handle is, or is a view of (not through
@@ -161,7 +196,7 @@ REBINDING_OPS = frozenset({".data =", "set_"})
 
 
 @dataclass(eq=False)
-class Write:
+class Write(Serial):
     node: cst.CSTNode
     writer: Handle
     op: str  # "add_", "+=", "[] =", "out=", "inplace=True", ".data =", "step()"
@@ -175,6 +210,7 @@ class Write:
     module: bool = False  # updates a module's parameters as a whole: optimizer step, training call, load
     read_before: bool = False  # the caller read the argument's values before the call (`keep = x.clone()`)
     advanced: bool = False  # `x[mask] = v`, `x[idx] = v`: indexed by a tensor, an array or a list (index_put_)
+    serial: int = field(default_factory=next_serial, init=False, repr=False)
 
     @property
     def storage(self) -> Storage:
