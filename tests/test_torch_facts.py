@@ -523,3 +523,19 @@ def test_f54_differentiating_functions_call_theirs_on_leaves_that_require_grad(n
     assert seen and all(seen[0]) and not x.requires_grad
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         transform(overwrite_saved, x, *extra)
+
+
+@pytest.mark.parametrize("name", sorted(_knowledge().one_dimensional))
+def test_f23_one_dimensional_constructors_make_one_dimension(name):
+    """aliasing.toml [indexing] one_dimensional: every array they give is 1-D, so an integer index is a scalar."""
+    made = {
+        "numpy.arange": lambda: (np.arange(6),),
+        "numpy.linspace": lambda: (np.linspace(0, 1, 5),),
+        "numpy.unique": lambda: np.unique(np.array([[3, 1], [1, 2]]), return_index=True, return_counts=True),
+    }[name]()
+    assert all(array.ndim == 1 for array in made)
+    last = made[-1]
+    before = last.copy()
+    item = last[0]
+    item -= 1  # a scalar copy: the array keeps its value
+    assert not isinstance(item, np.ndarray) and np.array_equal(last, before)

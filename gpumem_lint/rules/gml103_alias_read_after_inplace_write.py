@@ -52,8 +52,10 @@ class AliasReadAfterInplaceWrite(Rule):
 
     ## Known problems
     numpy's `a[i]` is known to be a scalar only where the array's constructor shows its
-    rank (`np.zeros(n)`, `np.zeros((n,))`, `np.arange`); on an array of unknown rank, such
-    as `np.zeros_like(x)`, it is taken for a view of a row.
+    rank (`np.zeros(n)`, `np.zeros((n,))`, `np.arange`, the arrays `np.unique` returns), or where
+    a numba signature does (`@numba.jit("float32[:, :], float32")`: a function numba compiles takes
+    numpy arrays, never tensors); on an array of unknown rank, such as `np.zeros_like(x)`, it is
+    taken for a view of a row.
     A view of memory allocated without values (`torch.empty`, `new_empty`), made before
     the first write to it, is taken to present the buffer (`inputs = staging[:n]`, then
     `staging.copy_(batch)` each step), not to keep old values: it has none.
@@ -330,8 +332,72 @@ class InferenceWorker:
         self.rollouts.hidden_states.index_copy_(0, environment_ids, new_hidden)
         return hidden.norm()
 """,
+        # numba compiles for numpy arrays, and its signature says `boxes` is 2-D: `boxes[i, 0]` is a scalar copy
+        """
+import numba
+
+
+@numba.jit("float32[:, :], float32", nopython=True)
+def suppress(boxes, threshold):
+    n = boxes.shape[0]
+    for i in range(n):
+        first = boxes[i, 0]
+        boxes[i, 0] = boxes[n - 1, 0]
+        for j in range(i + 1, n):
+            if boxes[j, 0] - first < threshold:
+                boxes[j, 4] = 0
+    return boxes
+""",
+        # `np.unique` gives 1-D arrays: `counts[i]` is a scalar, and `-=` rebinds it
+        """
+import numpy as np
+
+
+def split_counts(relations, parts_per_relation):
+    _, counts = np.unique(relations, return_counts=True)
+    parts = []
+    for i in range(len(counts)):
+        remaining = counts[i]
+        for j in range(parts_per_relation):
+            part = remaining if remaining < 10 else 10
+            parts.append([j, part])
+            remaining -= part
+    return parts
+""",
     )
     INVALID = (
+        # the same swap on a torch tensor: `boxes[i, 0]` is a 0-d view, which the next line overwrites
+        Invalid(
+            """
+import torch
+
+
+def suppress(boxes: torch.Tensor, threshold: float):
+    n = boxes.shape[0]
+    for i in range(n):
+        first = boxes[i, 0]
+        boxes[i, 0] = boxes[n - 1, 0]
+        for j in range(i + 1, n):
+            if boxes[j, 0] - first < threshold:
+                boxes[j, 4] = 0
+    return boxes
+""",
+            (9,),
+            fixed="""
+import torch
+
+
+def suppress(boxes: torch.Tensor, threshold: float):
+    n = boxes.shape[0]
+    for i in range(n):
+        first = boxes[i, 0].clone()
+        boxes[i, 0] = boxes[n - 1, 0]
+        for j in range(i + 1, n):
+            if boxes[j, 0] - first < threshold:
+                boxes[j, 4] = 0
+    return boxes
+""",
+        ),
         # a detached Parameter is the Parameter's memory, which the step writes
         Invalid(
             """

@@ -220,6 +220,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             storage = self._storage(("param", name), name, "param")
             array = name in self.scope.array_places and tensor is False
             handle = self._handle(("param", name), storage, AliasKind.OWN, None, tensor=bool(tensor), ndarray=array)
+            handle.ndim = self.scope.array_params.get(name)
             if tensor and self.scope.is_forward:
                 handle.grad = Grad.MAY  # a module's input: the previous layer's activations
             passed = self.passed.get(name)
@@ -536,9 +537,21 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             else:  # `values, indices = x.sort()`: separate new tensors; `a, b = pair`: a forward's tuple input
                 handle = self._fresh((made_by, position), dotted_name(element.value) or "", value)
                 handle.graph = frozenset().union(*(h.graph for h in value.handles))  # outputs of one graph
+                if self._one_dimensional_parts(made_by):
+                    handle.ndim, handle.ndarray = 1, True
                 if self._tensor_op(made_by):  # `scores, indices = x.topk(k)`; not `model, loader = prepare(...)`
                     handle.grad = output_grad(made_by, position, value, self.k.index_outputs)
                 self._bind(element.value, value.with_handles({handle}), made_by, state)
+
+    def _one_dimensional_parts(self, made_by: cst.CSTNode) -> bool:
+        """`_, counts = np.unique(x, return_counts=True)`: each part is a 1-D array (aliasing.toml [indexing])."""
+        if not isinstance(made_by, cst.Call):
+            return False
+        qualified = self.imports.qualify(made_by.func)
+        return qualified in self.k.one_dimensional_tuples and any(
+            arg.keyword is not None and arg.keyword.value.startswith("return_") and is_constant(arg.value, "True")
+            for arg in made_by.args
+        )
 
     def _bind_pairwise(self, elements, sources: list[list[cst.BaseExpression]], state: State) -> None:
         """`a, b = b, a`: every source is evaluated before any target is bound, so a

@@ -18,7 +18,7 @@ from gpumem_lint.knowledge import Knowledge
 def constructed_ndim(node: cst.Call, qualified: str, k: Knowledge) -> int | None:
     """`np.zeros(n)` -> 1, `np.zeros((a, b))` -> 2, `np.arange(10)` -> 1; None when unsaid."""
     if qualified in k.one_dimensional:
-        return 1
+        return None if any(arg.keyword is not None and arg.keyword.value == "axis" for arg in node.args) else 1
     if qualified not in k.shape_constructors or not node.args or node.args[0].keyword is not None:
         return None
     shape = node.args[0].value

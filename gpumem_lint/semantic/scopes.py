@@ -32,6 +32,8 @@ class Scope:
     inplace_modules: dict[str, str] = field(default_factory=dict)  # "self.act" -> "torch.nn.ReLU" (inplace=True)
     tensor_places: set[str] = field(default_factory=set)  # used as receiver of a tensor-only method
     array_places: set[str] = field(default_factory=set)  # receiver of an ndarray-only method: `box.astype(t)`
+    #: A numba-compiled function's array parameters, with the dimensions its signature gives (None: unsaid).
+    array_params: dict[str, int | None] = field(default_factory=dict)
     string_keyed: set[str] = field(default_factory=set)  # names indexed by a string key: `inputs["positions"]`
     converts_arrays: bool = False  # calls `torch.from_numpy` (what it converts is read only then)
     #: Attributes assigned a tensor that cannot be a Parameter (`m.h = m.h.detach()`): `nn.Module` refuses
@@ -126,6 +128,10 @@ class ScopeCollector(Walker):
             owner is not None and node.name.value == "forward" and _AUTOGRAD_FUNCTION in owner.facts.bases
         )  # autograd runs a Function's forward with grad mode off
         scope.optional_params = _optional_parameters(node)
+        scope.array_params = numba_arrays(node, self.imports)
+        for name in scope.array_params:
+            scope.params[name] = False
+            scope.array_places.add(name)
         self.scopes.append(scope)
         self._functions.append(scope)
         self._classes.append(self._classes[-1] if owner else None)
@@ -452,6 +458,45 @@ def _parameters(node: cst.FunctionDef, is_method: bool, imports: ImportTable) ->
             continue
         result[name] = True if _tensor_annotation(param.annotation, annotation, imports) else None
     return result
+
+
+def numba_arrays(node: cst.FunctionDef, imports: ImportTable) -> dict[str, int | None]:
+    """The parameters of a function numba compiles (`@numba.jit(...)`, `@njit`): numba takes numpy arrays and
+    scalars, never torch tensors. With a signature string (`"float32[:, :], float32"`), each array's number of
+    dimensions and the scalars (left out); without one, every parameter, of dimensions unsaid."""
+    for decorator in node.decorators:
+        expression = decorator.decorator
+        called = expression.func if isinstance(expression, cst.Call) else expression
+        if not (imports.qualify(called) or "").startswith("numba."):
+            continue
+        names = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
+        signature = expression.args[0].value if isinstance(expression, cst.Call) and expression.args else None
+        if isinstance(signature, cst.SimpleString):
+            types = _signature_types(signature.evaluated_value)
+            if types is not None and len(types) == len(names):
+                return {name: kind.count(":") for name, kind in zip(names, types) if "[" in kind}
+        return dict.fromkeys(names)
+    return {}
+
+
+def _signature_types(signature: str) -> list[str] | None:
+    """`"float32[:](float32[:, :], int32)"` or `"float32[:, :], int32"` -> the argument types, split at the
+    commas outside brackets; None when it does not read so."""
+    start = signature.find("(")
+    if start != -1:
+        if not signature.rstrip().endswith(")"):
+            return None
+        signature = signature[start + 1 : signature.rstrip().rfind(")")]
+    types, depth, current = [], 0, ""
+    for character in signature:
+        depth += {"[": 1, "(": 1, "]": -1, ")": -1}.get(character, 0)
+        if character == "," and depth == 0:
+            types.append(current.strip())
+            current = ""
+        else:
+            current += character
+    types.append(current.strip())
+    return types if all(types) else None
 
 
 def _optional_parameters(node: cst.FunctionDef) -> frozenset[str]:
