@@ -539,3 +539,13 @@ def test_f23_one_dimensional_constructors_make_one_dimension(name):
     item = last[0]
     item -= 1  # a scalar copy: the array keeps its value
     assert not isinstance(item, np.ndarray) and np.array_equal(last, before)
+
+
+@pytest.mark.parametrize("name", sorted(_knowledge().shape_keeping))
+def test_f23_shape_keeping_functions_keep_the_dimensions(name):
+    """aliasing.toml [indexing] shape_keeping; and an index array of 1-D gathers a 1-D array from a 1-D one."""
+    function = getattr(np, name.rsplit(".", 1)[1])
+    for array in (np.arange(5.0), np.ones((2, 3))):
+        assert function(array).ndim == array.ndim
+    counts = np.array([3, 1, 2])
+    assert counts[np.argsort(counts)].ndim == 1

@@ -86,6 +86,7 @@ class Knowledge:
     shape_constructors: frozenset[str]
     one_dimensional: frozenset[str]
     one_dimensional_tuples: frozenset[str]  # `np.unique(x, return_counts=True)`: a tuple of 1-D arrays
+    shape_keeping: frozenset[str]  # `np.argsort(x)`: as many dimensions as `x`
     tuple_output_modules: frozenset[str]
     module_self_methods: frozenset[str]  # `Net().cuda()` is the module itself
     buffer_makers: frozenset[str]  # `torch.zeros(n)`, `x.clone()`: memory made to be passed and filled
@@ -205,6 +206,7 @@ def knowledge() -> Knowledge:
         shape_constructors=_set(hand["indexing"]["shape_constructors"]),
         one_dimensional=_set(hand["indexing"]["one_dimensional"]),
         one_dimensional_tuples=_set(hand["indexing"]["one_dimensional_tuples"]),
+        shape_keeping=_set(hand["indexing"]["shape_keeping"]),
         tuple_output_modules=_set(f"torch.nn.{name}" for name in hand["module_outputs"]["tuples"]),
         module_self_methods=_set(hand["module_outputs"]["returns_self"]),
         buffer_makers=_set(hand["output_buffers"]["made_by"]),

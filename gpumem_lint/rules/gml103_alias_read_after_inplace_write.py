@@ -348,6 +348,23 @@ def suppress(boxes, threshold):
                 boxes[j, 4] = 0
     return boxes
 """,
+        # sorted by an index array of its own dimensions, `counts` stays 1-D: `counts[i]` is still a scalar
+        """
+import numpy as np
+
+
+def largest_first(relations):
+    _, counts = np.unique(relations, return_counts=True)
+    counts = counts[np.flip(np.argsort(counts))]
+    shares = []
+    for i in range(len(counts)):
+        left = counts[i]
+        for part in range(3):
+            share = left if left < 10 else 10
+            shares.append([part, share])
+            left -= share
+    return shares
+""",
         # `np.unique` gives 1-D arrays: `counts[i]` is a scalar, and `-=` rebinds it
         """
 import numpy as np

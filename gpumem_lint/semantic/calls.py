@@ -91,6 +91,8 @@ class CallSemantics:
         self._call_grad(node, result, callee, [receiver, *args] if receiver is not None else args, qualified)
         self._save_call(node, qualified, receiver, args, callee, result, state)
         ndim = constructed_ndim(node, qualified, self.k) if qualified is not None else None
+        if qualified in self.k.shape_keeping and args and "axis" not in (a.keyword and a.keyword.value for a in node.args):
+            ndim = _common_ndim(args[0])
         if ndim is not None:
             for handle in result.handles:
                 handle.ndim = ndim
@@ -626,3 +628,8 @@ def _passed_memory(argument: cst.BaseExpression, value: Value) -> tuple[str | No
         return dotted_name(argument.value), argument.value
     return dotted_name(argument), argument
 
+
+def _common_ndim(value: Value) -> int | None:
+    """The number of dimensions every handle of `value` is known to have, else None."""
+    ndims = {handle.ndim for handle in value.handles}
+    return ndims.pop() if len(ndims) == 1 else None

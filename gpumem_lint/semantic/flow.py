@@ -920,7 +920,10 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return layer
         if self._is_array(base):
             if advanced:  # `x[mask]`, `x[idx_tensor]`, `x[[0, 2]]`: a copy
-                return self._fresh_value(node, tensor=base.tensor, ndarray=base.ndarray)
+                copy = self._fresh_value(node, tensor=base.tensor, ndarray=base.ndarray)
+                for handle in copy.handles:
+                    handle.ndim = self._gathered_ndim(base, node, state)
+                return copy
             if base.ndarray and not base.tensor and gives_scalar({h.ndim for h in base.handles}, integer_count(node)):
                 return self._fresh_value(node)  # numpy's `a[i]` on a 1-D array: a scalar
             if base.handles and all(h.kind is AliasKind.MULTI_VIEW and not h.partial for h in base.handles):
@@ -966,6 +969,16 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             for element in node.slice
             if isinstance(element.slice, cst.Index) and type(element.slice.value) in (cst.Name, cst.Attribute)
         ]
+
+    def _gathered_ndim(self, base: Value, node: cst.Subscript, state: State) -> int | None:
+        """`counts[order]` of a 1-D numpy array and a 1-D index array: 1-D (the index's shape, F4)."""
+        if not (base.ndarray and not base.tensor and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)):
+            return None
+        if {handle.ndim for handle in base.handles} != {1}:
+            return None
+        index = self._eval(node.slice[0].slice.value, state, record=False)
+        ndims = {handle.ndim for handle in index.handles}
+        return 1 if ndims == {1} and index.ndarray else None
 
     def _eval_slices(self, node: cst.Subscript, state: State) -> bool:
         """Evaluate the index; True when it is advanced indexing (a tensor, array or list)."""
