@@ -41,7 +41,9 @@ class NumpySharedMemoryWrite(Rule):
     `torch.as_tensor(a)` shares memory only when `a` is an ndarray (or a tensor) of the
     same dtype; it is followed only when `a` is known to be one (made by numpy in the same
     function). Memory allocated again by each loop iteration is told apart from the previous
-    iteration's, so a buffer created inside the loop is not reported.
+    iteration's, so a buffer created inside the loop is not reported. A mapping whose item is
+    replaced by its tensor (`sample["depth"] = torch.from_numpy(sample["depth"])`) holds the
+    tensor only: writing `sample["depth"]` and returning `sample` uses one side of the bridge.
 
     ## Example
     ```python
@@ -140,8 +142,46 @@ class FreeList:
         self.slots.numpy()[self.top - len(ids):self.top] = ids
         self.top -= len(ids)
 """,
+        # the dict's "depth" is replaced by the tensor: returning the dict hands back the written side only
+        """
+import torch
+
+
+def load(transform, image, depth):
+    sample = transform({"image": image, "depth": depth})
+    sample["image"] = torch.from_numpy(sample["image"])
+    sample["depth"] = torch.from_numpy(sample["depth"])
+    sample["depth"][sample["depth"] < 0] = 0
+    return sample
+""",
     )
     INVALID = (
+        # the array is still read through a name of its own after the tensor made from it was written
+        Invalid(
+            """
+import torch
+
+
+def load(transform, image, depth):
+    sample = transform({"image": image, "depth": depth})
+    array = sample["depth"]
+    sample["depth"] = torch.from_numpy(array)
+    sample["depth"][sample["depth"] < 0] = 0
+    return sample, float(array.mean())
+""",
+            (9,),
+            fixed="""
+import torch
+
+
+def load(transform, image, depth):
+    sample = transform({"image": image, "depth": depth})
+    array = sample["depth"]
+    sample["depth"] = torch.from_numpy(array).clone()
+    sample["depth"][sample["depth"] < 0] = 0
+    return sample, float(array.mean())
+""",
+        ),
         # the same with torch: the step counter's array is the tensor's memory
         Invalid(
             """

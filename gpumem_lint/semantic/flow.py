@@ -210,6 +210,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._call_results: dict[int, Value] = {}  # calls in a tuple's elements, by id, until a target takes them
         self._element_read: str | None = None  # the index of `x[...]` while `x` is read for it, once a loop moved on
         self._item_keys: dict[Handle, str | None] = {}  # a container's item -> the literal key it is stored under
+        #: The memory of `d["k"]` inside `d`'s (`_item`) -> d's storage and the key.
+        self._item_storage_keys: dict[Storage, tuple[Storage, str]] = {}
         self._loop_keys: dict[str, frozenset[str]] = {}  # names a loop over literal keys binds
 
     # ----------------------------------------------------------------- entry
@@ -509,6 +511,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             self._eval(target, state)
             return
         self._loop_keys.pop(place, None)
+        if state.replaced:  # another object now: none of its items replaced yet
+            state.replaced = frozenset(entry for entry in state.replaced if entry[0] != place)
         if value.container:
             self._assign_place(place, frozenset(), state, held=value.handles)
             return
@@ -703,10 +707,21 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         place = dotted_name(target.value)
         if place is not None and value.handles:
             key = _literal_key(target)
-            if key is not None:
+            if key is not None and keyed_by_string(target):
                 self._replace_item(place, key, state)
+                state.replaced |= {(place, key)}
             for stored in self._hold(place, value.handles, target, state):
                 self._item_keys[stored] = key
+
+    def _replaced_item(self, handle: Handle, storage: Storage, state: State) -> bool:
+        """`storage` is the item `handle`'s own container held under a key this path replaced."""
+        item = self._item_storage_keys.get(storage)
+        if item is None or not state.replaced:
+            return False
+        container, key = item
+        return handle.storage is container and any(
+            handle in state.env.get(place, ()) for place, replaced in state.replaced if replaced == key
+        )
 
     def _replace_item(self, place: str, key: str, state: State) -> None:
         """`d["k"] = t` replaces what `d["k"]` held: on this path the old item is gone, and so is
@@ -937,6 +952,18 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 state.moved -= view.handles  # made again: of the element the names index now
             return view
         key = _literal_key(node)
+        place = dotted_name(node.value)
+        if key is not None and keyed_by_string(node) and (place, key) in state.replaced:
+            stored = frozenset(h for h in state.held.get(place, ()) if self._item_keys.get(h) == key)
+            return Value(stored, any(h.tensor for h in stored), any(h.ndarray for h in stored))  # what was put there
+        if key is not None and keyed_by_string(node) and base.handles and base.container and place is not None:
+            # `d["k"]` of a mapping this scope stored other keys of: those items are not it; what it stored
+            # under "k" on some path, or under keys unknown, may be, as may the item `d` had
+            own = frozenset(h for h in state.env.get(place, ()) if h.role is None)
+            held = frozenset(h for h in state.held.get(place, ()) if self._item_keys.get(h) in (None, key))
+            if own:
+                item = self._item(Value(own), node, key)
+                return Value(item.handles | held, item.tensor or any(h.tensor for h in held))
         if key is not None and keyed_by_string(node) and base.handles and not base.container:
             return self._item(base, node, key)
         return self._elements_of(base, node)  # `batch["x"]`, `items[i]`: one of what it holds
@@ -952,6 +979,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if depth < _ITEM_DEPTH:
                 storage = self._storage(("item", id(h.storage), key), h.storage.label, h.storage.origin, h.storage)
                 self._item_depths.setdefault(storage, depth + 1)
+                self._item_storage_keys[storage] = (h.storage, key)
             else:  # `shared[p]["copy"]` stored back into what it came from, pass after pass: one memory
                 storage = h.storage
             handles.add(
@@ -1170,6 +1198,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 if handle.blank:
                     continue  # a view of `torch.empty(n)` made before it was filled: the write is its first value
                 if handle.storage.related(writer.storage) and handle not in state.retired:
+                    if self._replaced_item(handle, writer.storage, state):
+                        continue  # `d["k"]` was replaced: `d` no longer reaches the memory it held there
                     state.stale[handle] = state.stale.get(handle, frozenset()) | {write}
                     self._note_crossed_write(write, handle)
             if write.hidden:

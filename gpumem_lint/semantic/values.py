@@ -282,6 +282,9 @@ class State:
     #: Writes through `x[i]` (`i` a whole dimension's index) made before a loop bound `i` anew, and not
     #: made again since: a read of `x[i]` now reads another element. Kept only where every path agrees.
     passed: frozenset[Write] = frozenset()
+    #: (container, literal key) whose item this path replaced (`d["k"] = t`): `d["k"]` is what was stored,
+    #: and `d` no longer holds the item it had under "k". Kept only where every path agrees.
+    replaced: frozenset[tuple[str, str]] = frozenset()
 
     def copy(self) -> State:
         return State(
@@ -294,6 +297,7 @@ class State:
             dict(self.saved),
             self.moved,
             self.passed,
+            self.replaced,
         )
 
     def join(self, other: State) -> State:
@@ -310,6 +314,7 @@ class State:
             saved=_union(self.saved, other.saved),
             moved=self.moved | other.moved,
             passed=self.passed & other.passed,
+            replaced=self.replaced & other.replaced,
         )
 
     def absorb(self, other: State) -> None:
@@ -328,6 +333,7 @@ class State:
             self.saved,
             self.moved,
             self.passed,
+            self.replaced,
         ) == (
             other.reachable,
             other.env,
@@ -338,6 +344,7 @@ class State:
             other.saved,
             other.moved,
             other.passed,
+            other.replaced,
         )
 
     def handles_of(self, place: str) -> frozenset[Handle]:
