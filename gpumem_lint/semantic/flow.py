@@ -692,7 +692,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         container = self._eval(target.value, state, record=False)
         advanced = self._eval_slices(target, state)
         place = dotted_name(target.value)
-        if self._is_array(container) and not keyed_by_string(target) and place not in self._containers:
+        array = self._is_array(container) or _indexes_dimensions(target)
+        if array and not keyed_by_string(target) and place not in self._containers:
             if place is not None:
                 self._record_reads(place, target.value, state)
             partial, index = self._index_extent(target)
@@ -1774,3 +1775,15 @@ def _callee_name(node: cst.Call) -> str | None:
 
 def _receiver(node: cst.Call) -> cst.BaseExpression | None:
     return node.func.value if isinstance(node.func, cst.Attribute) else (node.args[0].value if node.args else None)
+
+
+def _indexes_dimensions(target: cst.Subscript) -> bool:
+    """`c[:, 0] = v`, `c[..., i] = v`: an index of several dimensions, one a slice or `...`, which only an
+    array takes (a list or dict does not): the store copies `v`'s values into `c`, holding none of `v`."""
+    if len(target.slice) < 2:
+        return False
+    return any(
+        isinstance(element.slice, cst.Slice)
+        or isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Ellipsis)
+        for element in target.slice
+    )
