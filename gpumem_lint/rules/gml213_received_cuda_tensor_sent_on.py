@@ -408,9 +408,7 @@ def _cuda_channels(model: ProcessModel, evidence: CudaEvidence) -> set[cst.CSTNo
 
 def _proxied_cuda_sends(model: ProcessModel, evidence: CudaEvidence) -> Iterator[Crossing]:
     """Puts of a CUDA tensor on a manager's queue (F55): made in this scope, or handed to a child as an argument."""
-    proxies = {
-        info.node for facts in model.facts for info in facts.processes.process_objects.values() if info.proxy
-    }
+    proxies = {info.node for facts in model.facts for info in facts.processes.process_objects.values() if info.proxy}
     if not proxies:
         return
     for facts, crossing in model.crossings():

@@ -1001,7 +1001,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
 
     def _gathered_ndim(self, base: Value, node: cst.Subscript, state: State) -> int | None:
         """`counts[order]` of a 1-D numpy array and a 1-D index array: 1-D (the index's shape, F4)."""
-        if not (base.ndarray and not base.tensor and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)):
+        if not (
+            base.ndarray and not base.tensor and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
+        ):
             return None
         if {handle.ndim for handle in base.handles} != {1}:
             return None
@@ -1784,6 +1786,7 @@ def _indexes_dimensions(target: cst.Subscript) -> bool:
         return False
     return any(
         isinstance(element.slice, cst.Slice)
-        or isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Ellipsis)
+        or isinstance(element.slice, cst.Index)
+        and isinstance(element.slice.value, cst.Ellipsis)
         for element in target.slice
     )

@@ -65,9 +65,7 @@ def held_unpicklable(
     return _Holdings(module).search(value, scope, _DEPTH)
 
 
-def held_by_instance(
-    class_name: str, module: cst.Module
-) -> tuple[cst.BaseExpression, Unpicklable] | None:
+def held_by_instance(class_name: str, module: cst.Module) -> tuple[cst.BaseExpression, Unpicklable] | None:
     """The lambda or local function an instance of module class `class_name` stores on itself while it is
     built (`_Holdings.instance_state`); None if none is seen."""
     return _Holdings(module).instance_state(class_name)
