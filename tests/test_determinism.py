@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-SOURCE = '''
+SOURCE = """
 import numpy as np
 import torch
 
@@ -23,7 +23,7 @@ def load(transform, image, depth):
     sample["depth"][sample["valid_mask"] == 0] = 0
     sample["path"] = "x"
     return sample
-'''
+"""
 
 
 def test_findings_are_the_same_in_every_process(tmp_path):

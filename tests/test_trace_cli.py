@@ -189,6 +189,18 @@ def test_program_behaves_as_without_trace(runs, name):
     assert traced.returncode == (plain.returncode or (1 if observed else 0))
 
 
+def test_pickling_moves_into_shared_memory_are_not_the_programs_writes(tmp_path):
+    """Pickling a CPU tensor for another process moves it into shared memory (`set_` onto the shared copy):
+    torch's write, no GML201. The recall case hands a tensor to DataLoader workers in a `worker_init_fn` partial."""
+    case = ROOT / "bench" / "recall" / "cases" / "worker_init_partial_numpy_view_after_pickle.py"
+    report = tmp_path / "report.json"
+    traced = _run(
+        _gpumem_lint("trace", "--no-static", "--output-format", "json", "-o", str(report), str(case)), tmp_path
+    )
+    assert "after data loader data" in traced.stdout, traced.stderr[-2000:]
+    assert [f["code"] for f in _findings(report) if f["code"] == "GML201"] == []
+
+
 def test_keyboard_interrupt_ends_by_sigint(runs):
     plain, traced, _, _ = runs["KeyboardInterrupt"]
     assert plain.returncode == traced.returncode == -2

@@ -179,6 +179,10 @@ def _track_process_crossings(tracker: Tracker, undo: list) -> None:
         if original is not None:
             reducers[cls] = _crossing_reducer(tracker, original)
             undo.append(functools.partial(reducers.__setitem__, cls, original))
+    for cls, original in list(reducers.items()):
+        if isinstance(cls, type) and issubclass(cls, (torch.UntypedStorage, torch.storage.TypedStorage)):
+            reducers[cls] = _machinery_call(tracker, original)  # a storage's move into shared memory
+            undo.append(functools.partial(reducers.__setitem__, cls, original))
 
     from torch.multiprocessing import reductions
 
@@ -201,7 +205,8 @@ def _track_process_crossings(tracker: Tracker, undo: list) -> None:
 
     @functools.wraps(original_share)
     def share_memory_(self):
-        result = original_share(self)
+        with _machinery(tracker):  # the move into shared memory is torch's write, not the program's
+            result = original_share(self)
         if tracker.active:
             _guarded(tracker, lambda: tracker.on_shared_on_purpose(self))
         return result
@@ -224,12 +229,25 @@ def _receiving_rebuild(tracker: Tracker, original):
     return rebuild
 
 
+def _machinery_call(tracker: Tracker, original):
+    @functools.wraps(original)
+    def call(*args, **kwargs):
+        with _machinery(tracker):
+            return original(*args, **kwargs)
+
+    return call
+
+
 def _crossing_reducer(tracker: Tracker, original):
+    """Pickling a CPU tensor moves its storage into shared memory first (`set_` onto the shared copy): pickling's
+    write, not the program's."""
+
     @functools.wraps(original)
     def reduce(tensor):
         if tracker.active:
             _guarded(tracker, lambda: tracker.on_crossing([tensor], tracker.sites.user_site()))
-        return original(tensor)
+        with _machinery(tracker):
+            return original(tensor)
 
     return reduce
 
