@@ -37,6 +37,7 @@ from gpumem_lint.semantic.env_writes import (
 from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.module_graph import display_path
 from gpumem_lint.semantic.program_order import LAUNCH, Site
+from gpumem_lint.semantic.short_circuit import contradicts, guards, truthy_names
 from gpumem_lint.semantic.walk import NodeIds, Walker, used_names
 
 #: Every GML3xx rule looks for an environment write first.
@@ -75,7 +76,7 @@ def late_env_writes(ctx: FileContext, code: str) -> Iterator[Report]:
     for write, rows in candidates:
         for row in rows:
             events = table.events_implying(row.event)
-            site, caller = order.first_event_before(write.node, events), None
+            site, caller = order.first_event_before(write.node, events, skip=_skipped_by_tests(write, ctx)), None
             if site is None:
                 site, caller = _first_event_before_callers(write, events, ctx)
             if site is None:
@@ -111,10 +112,43 @@ def _first_event_before_callers(
             continue
         for caller in callers:
             ctx.dependencies.update((caller.path, *caller.through))
-            skip = earlier(caller.call) if earlier is not None else None
+            skip = _other_than(caller.call, earlier(caller.call) if earlier is not None else None)
             if (site := caller.order.first_event_before(caller.call, events, skip=skip)) is not None:
                 return site, caller
     return None, None
+
+
+def _skipped_by_tests(write: EnvWrite, ctx: FileContext):
+    """Events that cannot have run on the write's path: guarded by a short-circuit (`device == "" and not
+    torch.cuda.is_available()`) that the write's own tests contradict (`elif device:`)."""
+    truthy = frozenset().union(*(truthy_names(test) for test in _tests_around(write, ctx)))
+    if not truthy:
+        return None
+    found = ctx.shared(_short_circuit_guards)
+    return lambda step: any(contradicts(guard, truthy) for guard in found.get(id(step.node), ()))
+
+
+def _short_circuit_guards(ctx: FileContext):
+    return guards(ctx.module)
+
+
+def _tests_around(write: EnvWrite, ctx: FileContext) -> list[cst.BaseExpression]:
+    """The tests of the `if` / `elif` arms the write is in the body of."""
+    path = _path_to(ctx.module.body, write.node) or []
+    found = []
+    for (block, index), (inner, _) in pairwise(path):
+        arm = block[index]
+        while isinstance(arm, cst.If):  # `if a: ... elif b: <write>`: b holds (a's value is not used)
+            if inner == list(arm.body.body):
+                found.append(arm.test)
+                break
+            arm = arm.orelse
+    return found
+
+
+def _other_than(call: cst.Call, skip):
+    """What the call running the write runs before it was judged in its own code: not an event before it."""
+    return lambda step: step.node is call or (skip is not None and skip(step))
 
 
 def _calls_like(call: cst.Call):
@@ -128,13 +162,7 @@ def _once_only(write: EnvWrite, ctx: FileContext) -> bool:
     imports = ctx.program_order.imports
     if isinstance(write.node, cst.Call):
         return imports.qualify(write.node.func) == "os.environ.setdefault"
-    path = _path_to(ctx.module.body, write.node) or []
-    tests = [
-        block[index].test
-        for (block, index), (inner, _) in pairwise(path)
-        if isinstance(block[index], cst.If) and inner == list(block[index].body.body)
-    ]
-    return any(_tests_unset(test, write.name, imports) for test in tests)
+    return any(_tests_unset(test, write.name, imports) for test in _tests_around(write, ctx))
 
 
 def _tests_unset(test: cst.BaseExpression, name: str, imports) -> bool:

@@ -38,6 +38,9 @@ class CudaEnvSetAfterCudaInit(Rule):
     reported at the wrong line.
 
     ## Known problems
+    A call on the right of `and` / `or` runs only when the left allows it: `device == "" and not
+    torch.cuda.is_available()` asks nothing of CUDA in an `elif device:` arm (a test that needs `device`
+    false, where the arm holds it true); other tests are taken to go either way.
     The order is followed through calls to functions and methods of the same file, constructors
     of its classes, and first-party modules (inside the project root, three imports deep,
     namespace packages without `__init__.py` included): what they run at import and in the
@@ -233,6 +236,24 @@ def main(gpu):
 """,
     )
     INVALID = (
+        # `is_available()` runs only when `device == ""`: the `cpu` arm may follow it, the `elif device:` arm never
+        Invalid(
+            """
+import os
+
+import torch
+
+
+def select_device(device=""):
+    cpu = device == "cpu" or device == "" and not torch.cuda.is_available()
+    if cpu:
+        os.environ["CUDA_VISIBLE_DEVICES"] = "-1"
+    elif device:
+        os.environ["CUDA_VISIBLE_DEVICES"] = device
+    return torch.device("cpu" if cpu else "cuda:0")
+""",
+            (10,),
+        ),
         # enabled by a flag: the scaler asks `torch.cuda.is_available()`, which runs cuInit
         Invalid(
             """
