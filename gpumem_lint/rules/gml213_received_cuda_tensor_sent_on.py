@@ -361,16 +361,19 @@ class Relay:
     def check(self, ctx: FileContext) -> Iterator[Report]:
         model = process_model(ctx)
         evidence = cuda_evidence(ctx)
-        channels = _cuda_channels(model, evidence)
+        sends = _cuda_sends(model, evidence)
+        channels = set().union(*(made for _, made in sends))
         reported: set[int] = set()
         relays = chain(_relays(model, evidence, channels), _child_method_relays(model, evidence, channels))
-        for send in _proxied_cuda_sends(model, evidence):
-            reported.add(id(send.node))
-            yield Report(
-                send.node,
-                f"{crossing_text(ctx, send)} puts a CUDA tensor on a `Manager()` queue: the manager's process "
-                "receives it and cannot send it on, so the reader's `get()` raises",
-            )
+        proxies = _manager_queues(model)
+        for send, made in sends:
+            if made & proxies and id(send.node) not in reported:
+                reported.add(id(send.node))
+                yield Report(
+                    send.node,
+                    f"{crossing_text(ctx, send)} puts a CUDA tensor on a `Manager()` queue: the manager's process "
+                    "receives it and cannot send it on, so the reader's `get()` raises",
+                )
         for facts, send, received in relays:
             if id(send.node) in reported:
                 continue
@@ -383,18 +386,15 @@ class Relay:
             )
 
 
-def _cuda_channels(model: ProcessModel, evidence: CudaEvidence) -> set[cst.CSTNode]:
-    """The queues and pipes (by the call that made them) some process of this module puts CUDA tensors on:
-    a scope that made the channel, or a child started with it as an argument."""
-    channels: set[cst.CSTNode] = set()
+def _cuda_sends(model: ProcessModel, evidence: CudaEvidence) -> list[tuple[Crossing, set[cst.CSTNode]]]:
+    """Each queue put or pipe send of a CUDA tensor, with the calls that made the channel it goes on: in the
+    scope that made the channel, or in a child started with it as an argument."""
+    found = []
     for facts, crossing in model.crossings():
         if crossing.kind in _CHANNELS and isinstance(crossing.channel, cst.CSTNode):
             if evidence.sends_cuda(facts, crossing):
-                channels.add(crossing.channel)
-        elif crossing.kind in _STARTS:
-            receiver = model.receiver(facts, crossing)
-            if receiver is None:
-                continue
+                found.append((crossing, {crossing.channel}))
+        elif crossing.kind in _STARTS and (receiver := model.receiver(facts, crossing)) is not None:
             for send in receiver.facts.processes.crossings:
                 if (
                     send.kind in _CHANNELS
@@ -402,28 +402,13 @@ def _cuda_channels(model: ProcessModel, evidence: CudaEvidence) -> set[cst.CSTNo
                     and send.channel in receiver.received
                     and evidence.sends_cuda(receiver.facts, send)
                 ):
-                    channels |= _objects(receiver.received[send.channel].handles)
-    return channels
+                    found.append((send, _objects(receiver.received[send.channel].handles)))
+    return found
 
 
-def _proxied_cuda_sends(model: ProcessModel, evidence: CudaEvidence) -> Iterator[Crossing]:
-    """Puts of a CUDA tensor on a manager's queue (F55): made in this scope, or handed to a child as an argument."""
-    proxies = {info.node for facts in model.facts for info in facts.processes.process_objects.values() if info.proxy}
-    if not proxies:
-        return
-    for facts, crossing in model.crossings():
-        if crossing.kind == "queue" and crossing.channel in proxies and evidence.sends_cuda(facts, crossing):
-            yield crossing
-        elif crossing.kind in _STARTS and (receiver := model.receiver(facts, crossing)) is not None:
-            for send in receiver.facts.processes.crossings:
-                if (
-                    send.kind == "queue"
-                    and isinstance(send.channel, str)
-                    and send.channel in receiver.received
-                    and _objects(receiver.received[send.channel].handles) & proxies
-                    and evidence.sends_cuda(receiver.facts, send)
-                ):
-                    yield send
+def _manager_queues(model: ProcessModel) -> set[cst.CSTNode]:
+    """The calls that made a manager's queue (`manager.Queue()`): a proxy whose puts go through the manager (F55)."""
+    return {info.node for facts in model.facts for info in facts.processes.process_objects.values() if info.proxy}
 
 
 def _relays(

@@ -24,6 +24,7 @@ import libcst as cst
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.literals import keyword
 from gpumem_lint.semantic.name_values import value_bindings
+from gpumem_lint.semantic.pickling import returned_values
 from gpumem_lint.semantic.processes import START_METHODS
 from gpumem_lint.semantic.walk import Walker
 
@@ -77,7 +78,9 @@ class DatasetClass:
         for position, arg in enumerate(construction.args):
             if arg.star:
                 break
-            param = arg.keyword.value if arg.keyword is not None else params[position] if position < len(params) else None
+            param = (
+                arg.keyword.value if arg.keyword is not None else params[position] if position < len(params) else None
+            )
             if param in stores:
                 stored.append((arg.value, stores[param]))
         return stored + [(value, stores[key]) for key, value in spread if key in stores]
@@ -338,25 +341,10 @@ def _makers(module: cst.Module, class_nodes: list[cst.ClassDef]) -> dict[str, st
     functions += [m for node in class_nodes for m in _methods(node).values()]
     made: dict[str, set[str | None]] = {}
     for function in functions:
-        returns = _ReturnedCalls()
-        returns.walk(function.body)
-        built = {dotted_name(value.func) if isinstance(value, cst.Call) else None for value in returns.values}
-        made.setdefault(function.name.value, set()).update(built if returns.values else {None})
+        returned = returned_values(function)
+        built = {dotted_name(value.func) if isinstance(value, cst.Call) else None for value in returned}
+        made.setdefault(function.name.value, set()).update(built if returned else {None})
     return {name: next(iter(built)) for name, built in made.items() if len(built) == 1 and built <= classes}
-
-
-class _ReturnedCalls(Walker):
-    def __init__(self) -> None:
-        self.values: list[cst.BaseExpression | None] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Return(self, node: cst.Return) -> None:
-        self.values.append(node.value)
 
 
 def _methods(node: cst.ClassDef) -> dict[str, cst.FunctionDef]:

@@ -690,7 +690,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
     def _store_item(self, target: cst.Subscript, value: Value, state: State, source: cst.CSTNode) -> None:
         # Storing an item reads none of a container's items (`d[k] = t` after `t.zero_()`).
         container = self._eval(target.value, state, record=False)
-        advanced = self._eval_slices(target, state)
+        advanced, _ = self._eval_slices(target, state)
         place = dotted_name(target.value)
         array = self._is_array(container) or _indexes_dimensions(target)
         if array and not keyed_by_string(target) and place not in self._containers:
@@ -738,7 +738,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         value = self._eval(node.value, state)
         if isinstance(node.target, cst.Subscript):
             container = self._eval(node.target.value, state)
-            advanced = self._eval_slices(node.target, state)
+            advanced, _ = self._eval_slices(node.target, state)
             narrowed = dotted_name(node.target.value) in self._containers
             if self._is_array(container) and not keyed_by_string(node.target) and not narrowed:
                 partial, index = self._index_extent(node.target)
@@ -930,7 +930,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             base = self._eval(node.value, state)
         finally:
             self._element_read = outer
-        advanced = self._eval_slices(node, state)
+        advanced, index = self._eval_slices(node, state)
         layer = self._layer(base, node)
         if layer is not None:  # `model[0]` of an `nn.Sequential` whose layers the constructor shows
             return layer
@@ -938,7 +938,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if advanced:  # `x[mask]`, `x[idx_tensor]`, `x[[0, 2]]`: a copy
                 copy = self._fresh_value(node, tensor=base.tensor, ndarray=base.ndarray)
                 for handle in copy.handles:
-                    handle.ndim = self._gathered_ndim(base, node, state)
+                    handle.ndim = _gathered_ndim(base, index)
                 return copy
             if base.ndarray and not base.tensor and gives_scalar({h.ndim for h in base.handles}, integer_count(node)):
                 return self._fresh_value(node)  # numpy's `a[i]` on a 1-D array: a scalar
@@ -999,21 +999,10 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             if isinstance(element.slice, cst.Index) and type(element.slice.value) in (cst.Name, cst.Attribute)
         ]
 
-    def _gathered_ndim(self, base: Value, node: cst.Subscript, state: State) -> int | None:
-        """`counts[order]` of a 1-D numpy array and a 1-D index array: 1-D (the index's shape, F4)."""
-        if not (
-            base.ndarray and not base.tensor and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
-        ):
-            return None
-        if {handle.ndim for handle in base.handles} != {1}:
-            return None
-        index = self._eval(node.slice[0].slice.value, state, record=False)
-        ndims = {handle.ndim for handle in index.handles}
-        return 1 if ndims == {1} and index.ndarray else None
-
-    def _eval_slices(self, node: cst.Subscript, state: State) -> bool:
-        """Evaluate the index; True when it is advanced indexing (a tensor, array or list)."""
-        advanced = False
+    def _eval_slices(self, node: cst.Subscript, state: State) -> tuple[bool, Value | None]:
+        """Evaluate the index: whether it is advanced indexing (a tensor, array or list), and the value
+        of the index when it is the only one (`counts[order]`)."""
+        advanced, value = False, None
         for element in node.slice:
             index = element.slice
             if isinstance(index, cst.Index):
@@ -1024,7 +1013,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 for part in (index.lower, index.upper, index.step):
                     if part is not None:
                         self._eval(part, state)
-        return advanced
+        return advanced, value if len(node.slice) == 1 else None
 
     def _list_valued(self, name: str) -> bool:
         if self._lists is None:
@@ -1790,3 +1779,11 @@ def _indexes_dimensions(target: cst.Subscript) -> bool:
         and isinstance(element.slice.value, cst.Ellipsis)
         for element in target.slice
     )
+
+
+def _gathered_ndim(base: Value, index: Value | None) -> int | None:
+    """`counts[order]` of a 1-D numpy array and a 1-D index array: 1-D (the index's shape, F4)."""
+    if index is None or not (base.ndarray and not base.tensor and index.ndarray):
+        return None
+    one = {handle.ndim for handle in base.handles} == {1} == {handle.ndim for handle in index.handles}
+    return 1 if one else None

@@ -182,7 +182,7 @@ class _Holdings:
             name = dotted_name(value.func)
             if name in self.functions:
                 function = self.functions[name]
-                return self._first(function, depth - 1, _returned(function), index)
+                return self._first(function, depth - 1, returned_values(function), index)
             if name == "dict" or name in self.classes or name is not None and _names_class(name.rsplit(".", 1)[-1]):
                 made = self._first(scope, depth - 1, (arg.value for arg in value.args))
                 return made if made is not None or name not in self.classes else self.instance_state(name, depth - 1)
@@ -307,7 +307,8 @@ def _parameters(function: cst.FunctionDef) -> set[str]:
     }
 
 
-def _returned(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression | None]:
+    """What each `return` of the function gives (None for a bare `return`), not counting nested functions."""
     returns = _Returns()
     returns.walk(function.body)
     return returns.values
@@ -338,7 +339,7 @@ class _Assignments(Walker):
 
 class _Returns(Walker):
     def __init__(self) -> None:
-        self.values: list[cst.BaseExpression] = []
+        self.values: list[cst.BaseExpression | None] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False
@@ -347,8 +348,7 @@ class _Returns(Walker):
         return False
 
     def visit_Return(self, node: cst.Return) -> None:
-        if node.value is not None:
-            self.values.append(node.value)
+        self.values.append(node.value)
 
 
 def enclosing_functions(module: cst.Module) -> dict[int, cst.FunctionDef]:

@@ -552,14 +552,14 @@ def _first_layer(call: cst.Call, function: cst.CSTNode) -> cst.Call | None:
         return None
     if first.star == "*" and isinstance(first.value, cst.Name):
         finder = _FirstListed(first.value.value)
-        function.visit(finder)
+        finder.walk(function)
         return finder.layer
     if first.star or not isinstance(first.value, cst.Call):
         return None
     return first.value
 
 
-class _FirstListed(cst.CSTVisitor):
+class _FirstListed(Walker):
     """The call first put in list `name`, in source order: `name = [f(), ...]`, `name.append(f())`,
     `name += [f()]`, `name.extend([f()])`. A loop whose body appends under a condition (`if i < n:
     layers.append(nn.ReLU(inplace=True))`) starts the list with it whenever the first pass takes it.
@@ -626,4 +626,3 @@ class _FirstListed(cst.CSTVisitor):
 
 #: List methods that may put another layer at its head.
 _REORDERING = frozenset({"insert", "pop", "remove", "reverse", "sort", "clear"})
-
