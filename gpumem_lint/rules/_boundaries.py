@@ -10,7 +10,7 @@ import libcst as cst
 
 from gpumem_lint.context import FileContext
 from gpumem_lint.semantic.boundaries import ProcessModel, StartMethod
-from gpumem_lint.semantic.callers import importers_of, parsed_module
+from gpumem_lint.semantic.callers import importers_of, parsed_module, read_text
 from gpumem_lint.semantic.datasets import Datasets, WorkerLoader, datasets
 from gpumem_lint.semantic.devices import cuda_names, made_on_cuda, moved_to_cuda
 from gpumem_lint.semantic.flow import ScopeFacts
@@ -56,11 +56,13 @@ def entry_start_method(ctx: FileContext) -> str | None:
         return None
     methods = set()
     for importer in importers_of(source.resolve()):
+        if "__main__" not in (read_text(importer.path) or ""):  # no main block: not an entry script
+            continue
         parsed = parsed_module(importer.path)
         if parsed is None or not any(is_main_block(statement) for statement in parsed[0].body):
             continue
         ctx.dependencies.add(importer.path)
-        setters = _StartMethodSetters(importer.order.imports)
+        setters = _StartMethodSetters(parsed[1].imports)
         setters.walk(parsed[0])
         methods |= setters.methods or {None}
     return methods.pop() if len(methods) == 1 else None

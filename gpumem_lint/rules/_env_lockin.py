@@ -236,7 +236,8 @@ def _read_again_by_importers(events: frozenset[str], ctx: FileContext) -> bool:
         return False
     for importer in importers_of(source.resolve()):
         ctx.dependencies.add(importer.path)
-        if importer.order.first_event_after(importer.statement, events, reached=True):
+        order, statement = importer.order, importer.statement
+        if order is not None and statement is not None and order.first_event_after(statement, events, reached=True):
             return True
     return False
 

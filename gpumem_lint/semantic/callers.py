@@ -18,11 +18,12 @@ in a new file is seen once the linted file changes.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import libcst as cst
@@ -112,9 +113,29 @@ def _mentioning(source: Path, name: str, root: Path) -> Iterator[tuple[Path, cst
 
 @dataclass(frozen=True)
 class Importer:
+    """A module that imports `imported`. Found with CPython's parser; libcst's tree of it, which most
+    askers never need (an entry script's search walks through every package on the way up), is parsed
+    when first asked for."""
+
     path: Path
-    order: ProgramOrder  # the importer's module, with its own first-party imports followed
-    statement: cst.Import | cst.ImportFrom
+    imported: Path
+
+    @cached_property
+    def order(self) -> ProgramOrder | None:
+        """The importer's module, with its own first-party imports followed; None where libcst cannot parse it."""
+        parsed = parsed_module(self.path)
+        return parsed[1] if parsed is not None else None
+
+    @cached_property
+    def statement(self) -> cst.Import | cst.ImportFrom | None:
+        """The first of its import statements that runs `imported`."""
+        parsed = parsed_module(self.path)
+        if parsed is None:
+            return None
+        root = project_root(self.imported.parent)
+        finder = _Imports()
+        finder.walk(parsed[0])
+        return next((node for node in finder.found if self.imported in resolve_import(node, self.path, root)), None)
 
 
 def importers_of(source: Path, depth: int = IMPORT_DEPTH) -> Iterator[Importer]:
@@ -138,15 +159,10 @@ def _direct_importers(source: Path, root: Path) -> Iterator[Importer]:
     mentions = re.compile(rf"(?:import|from)\b[^\n]*\b{re.escape(name)}\b")  # a text filter first
     for path in _python_files(root):
         text = read_text(path) if path != source else None
-        if text is None or not mentions.search(text) or (parsed := parsed_module(path)) is None:
+        if text is None or not mentions.search(text):
             continue
-        module, order = parsed
-        finder = _Imports()
-        finder.walk(module)
-        for statement in finder.found:
-            if source in resolve_import(statement, path, root):
-                yield Importer(path, order, statement)
-                break
+        if any(source in resolve_import(statement, path, root) for statement in _import_statements(path)):
+            yield Importer(path, source)
 
 
 def _resolves_to(
@@ -200,7 +216,9 @@ class _Calls(Walker):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+        name = (
+            func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+        )
         if name == self.function:
             self.found.append((node, func))
         elif isinstance(func, cst.Name) and func.value in self.aliases:
@@ -243,6 +261,29 @@ def read_text(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+
+
+@lru_cache(maxsize=4096)
+def _import_statements(path: Path) -> tuple[ast.Import | ast.ImportFrom, ...]:
+    """Every import statement of the file, at any depth (CPython's tree: a tenth of libcst's cost)."""
+    try:
+        tree = ast.parse(read_text(path) or "")
+    except (SyntaxError, ValueError):
+        return ()
+    return tuple(_imports_in(tree.body))
+
+
+def _imports_in(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Import statements are statements: only statement bodies are searched, not expressions."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        for block in _BLOCKS:
+            yield from _imports_in(getattr(node, block, ()))
+
+
+#: The fields that hold a statement's nested statements (an `except` clause and a `case` hold theirs in `body`).
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 @lru_cache(maxsize=256)
