@@ -1,10 +1,13 @@
 from collections.abc import Iterator
 
+import libcst as cst
+
 from gpumem_lint.context import FileContext
 from gpumem_lint.diagnostics import Applicability
 from gpumem_lint.rules._copy_fix import copy_the_tensors
 from gpumem_lint.rules._reporting import first_reads, write_text
 from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.values import AliasKind, Read
 from gpumem_lint.semantic.write_triggers import WRITES
 
@@ -28,7 +31,10 @@ class StateDictAliasSnapshot(Rule):
 
     A snapshot kept on the object (`self.best = self.model.state_dict()`) in a method that
     goes on training is reported when another method of the class reads it (`restore_best`
-    loading it).
+    loading it); so is one that the keeping method loads back into the module it came from
+    on another path, so on a later call (an early-stopping callback that keeps the "best"
+    weights at one epoch's end and restores them at another's): the load copies the module's
+    current weights onto themselves.
 
     ## Known problems
     `{k: v.cpu() for …}` and `v.to("cpu")` copy only when the model is on another
@@ -203,8 +209,79 @@ class Trainer:
                 self.best_loss, self.best_state = loss, self.model.state_dict()
                 torch.save(self.best_state, self.path)  # written out before the next step
 """,
+        # kept, then loaded into another module: a copy of the current weights into the target, as meant
+        """
+from torch import nn
+
+
+class TargetSync:
+    def __init__(self, online: nn.Module, target: nn.Module, every: int):
+        self.online, self.target, self.every = online, target, every
+        self.weights = None
+
+    def on_step_end(self, step):
+        if step % self.every == 0:
+            self.weights = self.online.state_dict()
+        elif self.weights is not None:
+            self.target.load_state_dict(self.weights)
+""",
+        # kept by one method, loaded back by another: whether anything changed it between them is the caller's
+        """
+class SparsityCallback:
+    def __init__(self, sparsifier):
+        self.sparsifier, self.state = sparsifier, None
+
+    def on_epoch_start(self):
+        if self.state is not None:
+            self.sparsifier.load_state_dict(self.state)
+
+    def on_epoch_end(self):
+        self.sparsifier.squash()
+        self.state = self.sparsifier.state_dict()
+""",
     )
     INVALID = (
+        # an early-stopping callback keeps the "best" weights and loads them back on a later call
+        Invalid(
+            """
+from torch import nn
+
+
+class EarlyStopping:
+    def __init__(self, model: nn.Module, patience: int):
+        self.model, self.patience = model, patience
+        self.best_loss, self.bad_epochs, self.best = float("inf"), 0, None
+
+    def on_epoch_end(self, loss):
+        if loss < self.best_loss:
+            self.best_loss, self.bad_epochs = loss, 0
+            self.best = self.model.state_dict()
+        else:
+            self.bad_epochs += 1
+            if self.bad_epochs >= self.patience:
+                self.model.load_state_dict(self.best)
+""",
+            (13,),
+            fixed="""
+import copy
+from torch import nn
+
+
+class EarlyStopping:
+    def __init__(self, model: nn.Module, patience: int):
+        self.model, self.patience = model, patience
+        self.best_loss, self.bad_epochs, self.best = float("inf"), 0, None
+
+    def on_epoch_end(self, loss):
+        if loss < self.best_loss:
+            self.best_loss, self.bad_epochs = loss, 0
+            self.best = copy.deepcopy(self.model.state_dict())
+        else:
+            self.bad_epochs += 1
+            if self.bad_epochs >= self.patience:
+                self.model.load_state_dict(self.best)
+""",
+        ),
         # the optimizer's step, not the dict's update, writes the model's tensors
         Invalid(
             """
@@ -388,30 +465,60 @@ def finetune(model, batches):
 
 
 def _kept_on_the_object(ctx: FileContext, reported: set[int]) -> Iterator[Report]:
-    """`self.best = self.model.state_dict()` in a training loop, read by another method of the class
-    (`self.model.load_state_dict(self.best)` in `fit`): what that method reads is the newest weights."""
+    """`self.best = self.model.state_dict()` kept on the object: stale when another method of the class reads
+    it after a write in the keeping method (`self.model.load_state_dict(self.best)` in `fit`), or when the
+    keeping method loads it back into the module on another path, so on a later call: a method that keeps
+    weights on one call to restore them on another is called between changes of them (a callback at each
+    epoch's end), and what the kept dict holds then is the current weights, so the load restores nothing."""
     methods = [facts for facts in ctx.semantic.facts if facts.scope.is_method]
     for facts in methods:
-        for place, snapshot, write in facts.kept_stale:
+        for place, snapshot, write in facts.kept_state_dicts:
             if snapshot in facts.written_handles or id(snapshot.node) in reported:
                 continue  # loaded into (a handle on the module, not a snapshot), or read stale in the method
-            readers = [
-                (other, other.first_reads[place])
-                for other in methods
-                if other is not facts
-                and other.scope.class_name == facts.scope.class_name
-                and place in other.first_reads
-            ]
-            if not readers:
-                continue
-            reader, node = min(readers, key=lambda item: ctx.line(item[1]))
-            yield Report(
-                snapshot.node,
-                f"this `state_dict()` kept in `{place}` is not a snapshot: {write_text(ctx, write)} at line "
-                f"{ctx.line(write.node)} overwrites its tensors before `{reader.scope.name}` reads it at line "
-                f"{ctx.line(node)}",
-                fix=copy_the_tensors(ctx, snapshot.node),
+            siblings = [other for other in methods if other.scope.class_name == facts.scope.class_name]
+            report = _read_elsewhere(ctx, facts, siblings, place, snapshot, write) or _loaded_back(
+                ctx, facts, place, snapshot
             )
+            if report is not None:
+                reported.add(id(snapshot.node))
+                yield report
+
+
+def _read_elsewhere(ctx: FileContext, facts, siblings, place: str, snapshot, write) -> Report | None:
+    readers = [
+        (other, other.first_reads[place]) for other in siblings if other is not facts and place in other.first_reads
+    ]
+    if write is None or not readers:
+        return None
+    reader, node = min(readers, key=lambda item: ctx.line(item[1]))
+    return Report(
+        snapshot.node,
+        f"this `state_dict()` kept in `{place}` is not a snapshot: {write_text(ctx, write)} at line "
+        f"{ctx.line(write.node)} overwrites its tensors before `{reader.scope.name}` reads it at line "
+        f"{ctx.line(node)}",
+        fix=copy_the_tensors(ctx, snapshot.node),
+    )
+
+
+def _loaded_back(ctx: FileContext, facts, place: str, snapshot) -> Report | None:
+    module = dotted_name(snapshot.node.func.value) if isinstance(snapshot.node, cst.Call) else None
+    if module is None or not module.startswith("self."):
+        return None  # only the object's own attribute is the same module on every call
+    loads = [
+        load
+        for load in facts.loads
+        if dotted_name(load.func.value) == module and load.args and dotted_name(load.args[0].value) == place
+    ]
+    if not loads:
+        return None
+    load = min(loads, key=ctx.line)
+    return Report(
+        snapshot.node,
+        f"this `state_dict()` kept in `{place}` is not a snapshot: its tensors are `{module}`'s own, so when a "
+        f"later call of `{facts.scope.name}` loads it back into `{module}` at line {ctx.line(load)} they hold "
+        f"the current weights and nothing is restored",
+        fix=copy_the_tensors(ctx, snapshot.node),
+    )
 
 
 def _is_snapshot_read(read: Read, facts) -> bool:

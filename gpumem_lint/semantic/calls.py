@@ -320,6 +320,7 @@ class CallSemantics:
             own = {h.storage for h in receiver.handles}
             if not any(h.kind is AliasKind.STATE_DICT and h.storage in own for a in args for h in a.handles):
                 self._write(receiver, node, method + "()", state, module=True)  # loading its own state changes nothing
+                self._loads[id(node)] = node
             return EMPTY
         if method in k.tensor_to_numpy_methods:
             if self._other_framework():

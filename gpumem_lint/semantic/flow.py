@@ -99,9 +99,11 @@ class ScopeFacts:
     dropped: frozenset[int] = frozenset()  # ids of the calls made for their effect: `f(x)` alone, result unused
     handed_back: frozenset[int] = frozenset()  # ids of names returned as they are (`return y, x`): no value read
     filled_params: frozenset[str] = frozenset()  # parameters overwritten whole before their values are read
-    #: `self.best = model.state_dict()` in a loop that steps the optimizer: what the object keeps, stale
-    #: when the method returns, as (attribute place, the aliasing handle, a write that changed it).
-    kept_stale: tuple[tuple[str, Handle, Write], ...] = ()
+    #: `self.best = model.state_dict()`: what the object keeps when the method returns, as (attribute place,
+    #: the aliasing handle, a write that changed it since, or None).
+    kept_state_dicts: tuple[tuple[str, Handle, Write | None], ...] = ()
+    #: `m.load_state_dict(d)` calls where `d` is not what the function itself took from `m`.
+    loads: tuple[cst.Call, ...] = ()
     first_reads: dict[str, cst.CSTNode] = field(default_factory=dict)  # place -> where its values were first read
     returns_value: bool = False  # some `return` gives a value other than a constant (`None`, `False`, `0`)
     returns: Returns | None = None  # what every `return` gives back, for its callers (summaries.py)
@@ -174,6 +176,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._first_reads: dict[str, cst.CSTNode] = {}  # place -> where its values were first read
         self.backward_hits: dict[tuple[int, int], tuple[Write, cst.CSTNode]] = {}
         self.module_storages: set[Storage] = set()
+        self._loads: dict[int, cst.Call] = {}  # by id: a loop's body is analysed more than once
         self.calls_backward = False
         self.graph_storages: set[Storage] = set()  # used to compute something autograd records
         self._after_forward: set[Write] = set()  # hidden writes to memory a forward had already used
@@ -257,7 +260,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             returned=frozenset(self._returned),
             dropped=frozenset(self._dropped),
             handed_back=frozenset(self._handed_back),
-            kept_stale=_kept_stale(end, writes) if self.scope.is_method else (),
+            kept_state_dicts=_kept_state_dicts(end, writes) if self.scope.is_method else (),
+            loads=tuple(self._loads.values()),
             first_reads=self._first_reads,
             filled_params=frozenset(self._filled_params | self._written_unread(writes)),
             returns_value=bool(self._return_values),
@@ -1543,10 +1547,10 @@ def _operands(node) -> list[cst.BaseExpression]:
     return [node.left, *(target.comparator for target in node.comparisons)]
 
 
-def _kept_stale(end: State, writes: list[Write]) -> tuple[tuple[str, Handle, Write], ...]:
-    """`state_dict()` aliases the method leaves on its object's attributes after a write changed them
-    (the first such write in analysis order)."""
-    if not end.reachable or not end.stale:
+def _kept_state_dicts(end: State, writes: list[Write]) -> tuple[tuple[str, Handle, Write | None], ...]:
+    """`state_dict()` aliases the method leaves on its object's attributes, each with the first write (in
+    analysis order) that changed it since, if any."""
+    if not end.reachable:
         return ()
     order = {id(write): position for position, write in enumerate(writes)}
     kept = []
@@ -1554,9 +1558,10 @@ def _kept_stale(end: State, writes: list[Write]) -> tuple[tuple[str, Handle, Wri
         if not place.startswith("self."):
             continue
         for handle in handles:
-            writes = end.stale.get(handle)
-            if writes and handle.kind is AliasKind.STATE_DICT and handle.node is not None:
-                kept.append((place, handle, min(writes, key=lambda write: order.get(id(write), len(order)))))
+            if handle.kind is AliasKind.STATE_DICT and handle.node is not None:
+                changed = end.stale.get(handle)
+                first = min(changed, key=lambda write: order.get(id(write), len(order))) if changed else None
+                kept.append((place, handle, first))
     return tuple(kept)
 
 
