@@ -16,7 +16,8 @@ read from it:
   module (calling it is a write); a method that only reads `self.*` is not needed to judge another;
 - any scope that mentions a kept top-level function by name (calling a function that
   writes its argument is a write in the caller, and confirms that function's finding), and
-  its callers in turn, as many calls up as the model follows (semantic/call_depth.py);
+  its callers in turn, as many calls up as the model follows (semantic/call_depth.py); so too
+  a method that calls a kept method of its class (`self.reg(x)`);
 - a class that a kept scope names, as above, and in turn the classes its kept methods name:
   what `model = Net()` holds (`model.fc.weight`, a Parameter) comes from `Net.__init__`;
 - a name imported under an alias counts as the name it stands for (`zeros_ as z`).
@@ -728,9 +729,12 @@ class _Reducer:
             names = {
                 unit.node.name
                 for unit in self.units
-                if unit.is_function and unit.kept and unit.node.name not in followed
+                if unit.is_function
+                and unit.kept
+                and unit.node.name not in followed
                 and (depth == 0 or _passes_own_value_to(unit, followed, self.index))
             }
+            self._keep_method_callers()
             names |= self._keep_object_bindings() - followed
             self._keep_attribute_callers()
             if self.body_kept and depth == 0:  # functions defined under a module-level `if` or `try`
@@ -772,7 +776,26 @@ class _Reducer:
         if uses is None:
             return
         for unit in self.units:
-            callers = [m for m in unit.members if m.is_function and not m.kept and self.index.shows(uses, m.start, m.end)]
+            callers = [
+                m for m in unit.members if m.is_function and not m.kept and self.index.shows(uses, m.start, m.end)
+            ]
+            for member in callers:
+                member.kept = True
+            if callers:
+                self._keep_class_facts(unit)
+                self._settle(unit)
+
+    def _keep_method_callers(self) -> None:
+        """Methods that call a kept method of their class (`self.reg(logits)`): what they pass it is what the
+        method starts from (model.py `_passed`), and a write it makes to its argument is one in theirs."""
+        for unit in self.units:
+            kept = {m.node.name for m in unit.members if m.is_function and m.kept}
+            calls = _self_attributes_pattern(kept)
+            if calls is None:
+                continue
+            callers = [
+                m for m in unit.members if m.is_function and not m.kept and self.index.shows(calls, m.start, m.end)
+            ]
             for member in callers:
                 member.kept = True
             if callers:

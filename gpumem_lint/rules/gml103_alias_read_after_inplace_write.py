@@ -44,7 +44,9 @@ class AliasReadAfterInplaceWrite(Rule):
     parts: writing `q` does not change `v`), nor numpy's `a[i]` on a 1-D array, a scalar
     copy (F23). A view written back onto the slice it views (`row = a[:, i]`, masked in place,
     then `a[:, i] = row`) copies memory onto itself and changes nothing; indexing by a tensor
-    (`x[ids]`, where `ids = batch["ids"].view(-1)`) is advanced indexing, a copy. A view made in
+    (`x[ids]`, where `ids = batch["ids"].view(-1)`) is advanced indexing, a copy, and so is indexing by
+    a list (`ids = [1, 2]`, `list(range(n))`, `sorted(...)`, or an attribute every method of the class
+    binds to one, `self.finger_ids = list(range(3, 8))`). A view made in
     one arm of a test and a write in the other arm of the same test, made again of a value the
     function never rebinds (`if on_gpu:` twice), are never on one path. An optimizer step writes a
     module's parameters, not what an attribute holds that the program assigns a plain tensor
@@ -54,8 +56,9 @@ class AliasReadAfterInplaceWrite(Rule):
     numpy's `a[i]` is known to be a scalar only where the array's constructor shows its
     rank (`np.zeros(n)`, `np.zeros((n,))`, `np.arange`, the arrays `np.unique` returns), or where
     a numba signature does (`@numba.jit("float32[:, :], float32")`: a function numba compiles takes
-    numpy arrays, never tensors); on an array of unknown rank, such as `np.zeros_like(x)`, it is
-    taken for a view of a row.
+    numpy arrays, never tensors), or where an `if` truth-tests a comparison of its one-integer
+    indexes (`if a[2] < a[0]:`: rows would make that raise); on an array of unknown rank, such as
+    `np.zeros_like(x)`, it is taken for a view of a row.
     A view of memory allocated without values (`torch.empty`, `new_empty`), made before
     the first write to it, is taken to present the buffer (`inputs = staging[:n]`, then
     `staging.copy_(batch)` each step), not to keep old values: it has none.
@@ -96,6 +99,35 @@ class AliasReadAfterInplaceWrite(Rule):
     triggers = ("torch", "numpy")
     scope_triggers = WRITES
     VALID = (
+        # an attribute every method binds to a list indexes by gathering: `relative` is a copy
+        """
+import torch
+from torch import nn
+
+
+class HandHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.finger_ids = list(range(3, 8))
+        self.fc = nn.Linear(16, 30)
+
+    def forward(self, x):
+        joints = self.fc(x).view(-1, 10, 3)
+        relative = joints[:, self.finger_ids, :]
+        joints[:, self.finger_ids, :] = relative + joints[:, [2], :]
+        return joints, relative
+""",
+        # `if box[2] < box[0]:` truth-tests elements: the array is 1-D, its `box[i]` scalars, the swap correct
+        """
+import numpy as np
+
+
+def clip_box(box: np.ndarray, width: float):
+    box = box.astype(float)[:4]
+    if box[2] < box[0]:
+        box[0], box[2] = box[2], box[0]
+    return np.clip(box, 0, width)
+""",
         # `m.recurrent.weight = ... .detach()` succeeds only for a name that is no Parameter (F51): the step leaves it
         """
 import torch
@@ -383,6 +415,68 @@ def split_counts(relations, parts_per_relation):
 """,
     )
     INVALID = (
+        # the same head with a slice kept in the attribute: `relative` is a view
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class HandHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.finger_ids = slice(3, 8)
+        self.fc = nn.Linear(16, 30)
+
+    def forward(self, x):
+        joints = self.fc(x).view(-1, 10, 3)
+        relative = joints[:, self.finger_ids, :]
+        joints[:, self.finger_ids, :] = relative + joints[:, [2], :]
+        return joints, relative
+""",
+            (15,),
+            fixed="""
+import torch
+from torch import nn
+
+
+class HandHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.finger_ids = slice(3, 8)
+        self.fc = nn.Linear(16, 30)
+
+    def forward(self, x):
+        joints = self.fc(x).view(-1, 10, 3)
+        relative = joints[:, self.finger_ids, :].clone()
+        joints[:, self.finger_ids, :] = relative + joints[:, [2], :]
+        return joints, relative
+""",
+        ),
+        # a test of two integers per element says nothing of one-integer rows: they are views
+        Invalid(
+            """
+import numpy as np
+
+
+def order_boxes(boxes: np.ndarray):
+    boxes = boxes.astype(float)[:4]
+    if boxes[2, 0] < boxes[0, 0]:
+        boxes[0], boxes[2] = boxes[2], boxes[0]
+    return boxes
+""",
+            (8,),
+            fixed="""
+import numpy as np
+
+
+def order_boxes(boxes: np.ndarray):
+    boxes = boxes.astype(float)[:4]
+    if boxes[2, 0] < boxes[0, 0]:
+        boxes[0], boxes[2] = boxes[2], boxes[0].copy()
+    return boxes
+""",
+        ),
         # the same swap on a torch tensor: `boxes[i, 0]` is a 0-d view, which the next line overwrites
         Invalid(
             """
@@ -669,7 +763,11 @@ print((hidden - prev).tolist())
     def check(self, ctx: FileContext) -> Iterator[Report]:
         for facts in ctx.semantic.facts:
             for read in first_reads(ctx, facts, _is_reported, lambda read: id(read.write)):
-                yield Report(read.write.node, self._message(ctx, read), fix=clone_at(ctx, _copy_point(ctx, read), _numpy_only(read)))
+                yield Report(
+                    read.write.node,
+                    self._message(ctx, read),
+                    fix=clone_at(ctx, _copy_point(ctx, read), _numpy_only(read)),
+                )
 
     def _message(self, ctx: FileContext, read: Read) -> str:
         write = read.write

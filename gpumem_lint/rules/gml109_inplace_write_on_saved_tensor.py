@@ -70,6 +70,10 @@ class InplaceWriteOnSavedTensor(Rule):
     write after `backward(retain_graph=True)`, is reported only when a later `backward()` runs
     a loss computed through the op that kept the written tensor (followed through tensor ops
     and module calls; a helper's result is not followed, so a loss it computes is missed).
+    A function or method of the file is told what its callers' ops kept of the tensors they pass
+    it (`criterion(model(x))` with a Softmax last, then `self.smooth(probs)`), a few calls deep;
+    `+=` on a parameter whose type the function does not show writes in place when a caller
+    passes a tensor.
 
     ## Example
     ```python
@@ -575,8 +579,74 @@ class Solver:
 
 Solver().train([torch.randn(4, 8) for _ in range(2)])
 """,
+        # the helper's `+=` on what its callers pass: a copy of the saved output, and a float
+        """
+import torch
+from torch import nn
+
+
+class SmoothedNLL(nn.Module):
+    def forward(self, probs, target):
+        probs = self.smooth(probs.clone())
+        return -(target * probs.log()).mean() + self.total(0.0, probs.mean().item())
+
+    def smooth(self, probs):
+        probs += 1e-6
+        return probs
+
+    def total(self, running, value):
+        running += value
+        return running
+
+
+model = nn.Sequential(nn.Linear(8, 4), nn.Softmax(dim=-1))
+criterion = SmoothedNLL()
+criterion(model(torch.randn(2, 8)), torch.rand(2, 4)).backward()
+""",
     )
     INVALID = (
+        # a loss's helper method adds in place to the softmax output its caller passes on: Softmax kept it
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class SmoothedNLL(nn.Module):
+    def forward(self, probs, target):
+        probs = self.smooth(probs)
+        return -(target * probs.log()).mean()
+
+    def smooth(self, probs):
+        probs += 1e-6
+        return probs
+
+
+model = nn.Sequential(nn.Linear(8, 4), nn.Softmax(dim=-1))
+criterion = SmoothedNLL()
+criterion(model(torch.randn(2, 8)), torch.rand(2, 4)).backward()
+""",
+            (12,),
+            fixed="""
+import torch
+from torch import nn
+
+
+class SmoothedNLL(nn.Module):
+    def forward(self, probs, target):
+        probs = self.smooth(probs)
+        return -(target * probs.log()).mean()
+
+    def smooth(self, probs):
+        probs = probs + 1e-6
+        return probs
+
+
+model = nn.Sequential(nn.Linear(8, 4), nn.Softmax(dim=-1))
+criterion = SmoothedNLL()
+criterion(model(torch.randn(2, 8)), torch.rand(2, 4)).backward()
+""",
+        ),
         # an nn.Module that defines `__call__` in place of `forward`: calling it runs that, with grad recorded
         Invalid(
             """

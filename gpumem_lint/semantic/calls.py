@@ -127,6 +127,8 @@ class CallSemantics:
             return self._fresh_value(node)  # `sympy.expand(e)`, `math.sqrt(x)`: another library's function
         if receiver is not None:
             own_method = self.scope.class_name, func.attr.value
+            if self.scope.class_name is not None and dotted_name(func.value) == "self":  # `self.reg(logits)`
+                self._call_object(f"{self.scope.class_name}.{func.attr.value}", node, args, state)
             if own_method in self.returns and dotted_name(func.value) == "self":  # `self.make_mask(n)`
                 return self._summarised_result(self.returns[own_method], node, args, skip=1)
             return self._method_call(node, func.attr.value, receiver, args, state)
@@ -143,6 +145,7 @@ class CallSemantics:
                 for position, (arg, value) in enumerate(zip(node.args, args))
                 if not arg.star
             )
+            self._note_saved_arguments(args, state)
         if name in self.mutators:
             self._write_mutated_arguments(self.mutators[name], node, args, state)
         if name is not None and _is_training_call(name.rsplit(".", 1)[-1]):
@@ -194,6 +197,21 @@ class CallSemantics:
         method = classes.called_method(owner) if owner is not None else None
         return f"{owner}.{method}" if method is not None else None
 
+    def _note_saved_arguments(self, args: list[Value], state: State) -> None:
+        """The ops that kept for backward the memory of arguments handed to a same-file function: its
+        in-place write to them makes backward raise (model.py `_passed`)."""
+        if not state.saved:
+            return
+        for value in args:
+            savings = frozenset(
+                saving
+                for storage, kept in state.saved.items()
+                if any(storage.related(h.storage) for h in value.handles)
+                for saving in kept
+            )
+            if savings:
+                self.outgoing_saved[id(value)] = self.outgoing_saved.get(id(value), frozenset()) | savings
+
     def _call_object(self, method: str, node: cst.Call, args: list[Value], state: State) -> None:
         """What the method receives (after `self`), and the arguments it writes."""
         self.object_calls.add(method)
@@ -203,6 +221,7 @@ class CallSemantics:
                 for position, (arg, value) in enumerate(zip(node.args, args))
                 if not arg.star
             )
+            self._note_saved_arguments(args, state)
         if method in self.mutators:
             self._write_mutated_arguments(self.mutators[method], node, args, state, skip=1)
 
@@ -536,8 +555,8 @@ class CallSemantics:
             # Only a named tensor, or a view of one, is known to be the caller's own: `f(x[mask])` passes a copy.
             written = name in mutator.mutated or (name in mutator.if_tensor and value.tensor)
             place, passed = _passed_memory(arg.value, value)
-            if written and place is not None:
-                read_before = self._first_reads.get(place, passed) is not passed
+            if written and (place is not None or _made_by_call(arg.value, value)):
+                read_before = place is not None and self._first_reads.get(place, passed) is not passed
                 op = f"{mutator.name}()"
                 self._write(value, node, op, state, callee=mutator.name, parameter=name, read_before=read_before)
 
@@ -628,6 +647,17 @@ def _passed_memory(argument: cst.BaseExpression, value: Value) -> tuple[str | No
     if type(argument) is cst.Subscript and value.handles and all(h.kind is AliasKind.VIEW for h in value.handles):
         return dotted_name(argument.value), argument.value
     return dotted_name(argument), argument
+
+
+def _made_by_call(argument: cst.BaseExpression, value: Value) -> bool:
+    """The argument is a call that makes a view (`f(x.view(-1))`): the memory it hands over is known.
+    Other calls (`x.float()`, `x.to(d)`) may or may not copy; a new tensor (`f(torch.sigmoid(x))`) is
+    no one else's, and what an op kept of it the callee is told (`Passed.saved`)."""
+    return (
+        type(argument) is cst.Call
+        and bool(value.handles)
+        and all(h.node is argument and h.kind is AliasKind.VIEW for h in value.handles)
+    )
 
 
 def _common_ndim(value: Value) -> int | None:

@@ -31,6 +31,7 @@ class Held(str, Enum):
     MODULE = "module"  # a submodule, of the class in `AttributeFact.module`
     EXPANDED = "expanded"  # an `expand` / `broadcast_to` view: elements share memory
     OPTIMIZER = "optimizer"  # a `torch.optim` optimizer over the parameters of `AttributeFact.steps`
+    LIST = "list"  # a Python list (`[...]`, `list(range(n))`): indexing a tensor by it gathers a copy
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,8 @@ class ClassFactsBuilder:
         return kind in ("pool", "executor")
 
     def _fact(self, value: cst.BaseExpression | None, table: ClassTable) -> AttributeFact | None:
+        if is_list_display(value):
+            return AttributeFact(Held.LIST)
         if not isinstance(value, cst.Call):
             return None
         if self._expands(value):
@@ -329,6 +332,17 @@ class ClassFactsBuilder:
             owner.attributes[attribute] = None
         else:
             owner.attributes[attribute] = fact
+
+
+#: Builtins that return a new list.
+_LIST_MAKERS = frozenset({"list", "sorted"})
+
+
+def is_list_display(value: cst.BaseExpression | None) -> bool:
+    """`[a, b]`, `[f(x) for x in xs]`, `list(range(n))`, `sorted(ids)`: a new Python list."""
+    if type(value) is cst.List or type(value) is cst.ListComp:
+        return True
+    return type(value) is cst.Call and type(value.func) is cst.Name and value.func.value in _LIST_MAKERS
 
 
 def _makes_frozen_parameter(parameter: cst.Call) -> bool:

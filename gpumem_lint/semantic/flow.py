@@ -23,6 +23,7 @@ import libcst as cst
 from gpumem_lint.knowledge import Knowledge, knowledge
 from gpumem_lint.semantic.attribute_places import AttributePlaces
 from gpumem_lint.semantic.calls import CallSemantics, Mutator
+from gpumem_lint.semantic.class_facts import Held, is_list_display
 from gpumem_lint.semantic.conditions import last_pass_tests, spaceless, test_key
 from gpumem_lint.semantic.elements import Elements
 from gpumem_lint.semantic.grad import GradSemantics, output_grad
@@ -92,6 +93,7 @@ class ScopeFacts:
     overlaps: list[Overlap] = field(default_factory=list)  # writes reading memory they write
     retained: list[Retained] = field(default_factory=list)  # deleted, still referenced, at empty_cache()
     outgoing: dict[str, list[tuple[int | str, Value]]] = field(default_factory=dict)  # calls to bare names
+    outgoing_saved: dict[int, frozenset] = field(default_factory=dict)  # by id of an outgoing value: ops that kept it
     object_calls: set[str] = field(default_factory=set)  # `Normalize.__call__`, `Block.forward`: run by calls
     differentiated: set[str] = field(default_factory=set)  # handed to `jacobian(f, x)`: run and differentiated
     called_by_training: bool = False  # a caller that calls backward() passes it a tensor requiring grad
@@ -104,6 +106,9 @@ class ScopeFacts:
     kept_state_dicts: tuple[tuple[str, Handle, Write | None], ...] = ()
     #: `m.load_state_dict(d)` calls where `d` is not what the function itself took from `m`.
     loads: tuple[cst.Call, ...] = ()
+    #: Parameters of a type the function does not show that `+=` (or `*=`, ...) writes: in place when the caller
+    #: passes a tensor, a rebinding otherwise.
+    written_if_tensor: frozenset[str] = frozenset()
     first_reads: dict[str, cst.CSTNode] = field(default_factory=dict)  # place -> where its values were first read
     returns_value: bool = False  # some `return` gives a value other than a constant (`None`, `False`, `0`)
     returns: Returns | None = None  # what every `return` gives back, for its callers (summaries.py)
@@ -166,6 +171,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self.passed = passed or {}  # what this file's callers pass for each parameter
         self.returns = returns or {}  # what this file's functions return (summaries.py)
         self.outgoing: dict[str, list[tuple[int | str, Value]]] = {}  # arguments of calls to bare names
+        self.outgoing_saved: dict[int, frozenset] = {}  # by id of an outgoing value: the ops that kept its memory
         self.object_calls: set[str] = set()  # `Normalize.__call__`: methods run by calling an object
         self.differentiated: set[str] = set()  # functions handed to `jacobian(f, x)` (calls.py)
         self.k: Knowledge = knowledge()
@@ -177,6 +183,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self.backward_hits: dict[tuple[int, int], tuple[Write, cst.CSTNode]] = {}
         self.module_storages: set[Storage] = set()
         self._loads: dict[int, cst.Call] = {}  # by id: a loop's body is analysed more than once
+        self._written_if_tensor: set[str] = set()  # parameters of unknown type written by `+=`
         self.calls_backward = False
         self.graph_storages: set[Storage] = set()  # used to compute something autograd records
         self._after_forward: set[Write] = set()  # hidden writes to memory a forward had already used
@@ -233,6 +240,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 handle.module = passed.module
             elif passed is not None:  # `sinusoidal(embedding.weight)`: the caller's grad leaf
                 handle.grad, handle.leaf, handle.tensor = passed.grad, passed.leaf, True
+            if passed is not None and passed.saved:  # `loss_fn(torch.sigmoid(x))`: an op kept it for backward
+                state.saved[storage] = passed.saved
             state.env[name] = frozenset({handle})
         for place, module in self.scope.inplace_modules.items():
             storage = self._storage(("module", place), place, "external")
@@ -262,6 +271,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             handed_back=frozenset(self._handed_back),
             kept_state_dicts=_kept_state_dicts(end, writes) if self.scope.is_method else (),
             loads=tuple(self._loads.values()),
+            written_if_tensor=frozenset(self._written_if_tensor),
             first_reads=self._first_reads,
             filled_params=frozenset(self._filled_params | self._written_unread(writes)),
             returns_value=bool(self._return_values),
@@ -270,6 +280,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 (handle.grad for value in self._return_values for handle in value.handles), default=Grad.UNKNOWN
             ),
             outgoing=self.outgoing,
+            outgoing_saved=self.outgoing_saved,
             object_calls=self.object_calls,
             differentiated=self.differentiated,
             called_by_training=any(passed.training for passed in self.passed.values()),
@@ -297,6 +308,25 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return UNREACHABLE
         return self._block(node.body.body, self._narrowed(node.test, state, True))
 
+    def _note_tested_elements(self, test: cst.BaseExpression, state: State) -> None:
+        """`if a[2] < a[0]:` truth-tests single elements: a numpy array of unknown rank indexed there by one
+        integer is 1-D (a comparison of rows raises "truth value of an array ... is ambiguous"), so its
+        `a[i]` is a scalar copy (a tensor's is a 0-d view either way)."""
+        if type(test) is cst.BooleanOperation:
+            self._note_tested_elements(test.left, state)
+            self._note_tested_elements(test.right, state)
+            return
+        if type(test) is not cst.Comparison:
+            return
+        for operand in (test.left, *(target.comparator for target in test.comparisons)):
+            if type(operand) is not cst.Subscript or integer_count(operand) != 1:
+                continue
+            place = dotted_name(operand.value)
+            handles = state.env.get(place, frozenset()) if place is not None else frozenset()
+            if handles and all(h.ndarray and not h.tensor and h.ndim is None for h in handles):
+                for handle in handles:
+                    handle.ndim = 1
+
     def _assumption(self, test: cst.BaseExpression) -> bool | None:
         """The value this analysis assumes the test has (see `conditions`), or None."""
         if self._last_pass and (last := self._last_pass.get(spaceless(test))) is not None:
@@ -317,6 +347,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return state
         if isinstance(node, cst.If):
             self._eval(node.test, state)
+            self._note_tested_elements(node.test, state)
             holds = self._assumption(node.test)
             narrowed = _container_checks(node.test)  # `if isinstance(obj, dict):` obj holds items there
             self._containers.extend(narrowed)
@@ -765,6 +796,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         place = dotted_name(node.target)
         if place is None:
             return
+        if self._unknown_parameter(place, target) and _operator(node) in self.k.inplace_operators:
+            self._written_if_tensor.add(place)  # `+=` on what the caller passed: in place if it is a tensor
         result = self._fresh(node, place, value, tensor=target.tensor or value.tensor)
         if rebinds:  # `x @= w` is `x = x @ w`
             self._operation_grad(result, [target, value])
@@ -1013,6 +1046,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 value = self._eval(index.value, state)
                 advanced |= value.tensor or value.ndarray or isinstance(index.value, (cst.List, cst.ListComp))
                 advanced |= type(index.value) is cst.Name and self._list_valued(index.value.value)
+                advanced |= type(index.value) is cst.Attribute and self._list_attribute(index.value, state)
             elif isinstance(index, cst.Slice):
                 for part in (index.lower, index.upper, index.step):
                     if part is not None:
@@ -1023,6 +1057,12 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         if self._lists is None:
             self._lists = _list_names(self.scope.node)
         return name in self._lists
+
+    def _list_attribute(self, node: cst.Attribute, state: State) -> bool:
+        """`self.finger_ids`, which every method of the class that binds it binds to a list."""
+        head = dotted_name(node.value)
+        fact = self._attribute_fact(head, node.attr.value, state.env.get(head, frozenset())) if head else None
+        return fact is not None and fact.held is Held.LIST
 
     def _comprehension(self, node, state: State) -> Value:
         inner = state.copy()
@@ -1184,7 +1224,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 self.writes[(id(node), id(writer))] = write
             if write in state.passed:
                 state.passed -= {write}  # made again, of the element the names index now
-            self._check_saved(write, state, renewed=writer.storage in fresh)
+            if callee is None:  # a same-file function's write is checked in it: it is told what was kept (`Passed.saved`)
+                self._check_saved(write, state, renewed=writer.storage in fresh)
             # Rebinding `.data` swaps the storage: old aliases keep the old memory. Memory
             # allocated by this very statement (`p.new(n).zero_()`) has no older aliases.
             seen_by = () if op in REBINDING_OPS or writer.storage in fresh else self._elements.seen_by(write, live)
@@ -1455,6 +1496,18 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
     def _is_array(self, value: Value) -> bool:
         return value.tensor or value.ndarray
 
+    def _unknown_parameter(self, place: str, value: Value) -> bool:
+        """`place` still holds its parameter's own value, of a type nothing in the function shows."""
+        return (
+            place in self.scope.params
+            and self.scope.params[place] is None
+            and bool(value.handles)
+            and all(
+                h.kind is AliasKind.OWN and h.storage.origin == "param" and h.storage.label == place
+                for h in value.handles
+            )
+        )
+
     def _index_extent(self, node: cst.Subscript) -> tuple[bool, str | None]:
         """Whether `x[...]` reaches all of x (`x[:]`, `x[...]`), and the index text."""
         found = self._extents.get(id(node))
@@ -1696,7 +1749,7 @@ def _list_names(scope: cst.Module | cst.FunctionDef) -> frozenset[str]:
     return frozenset(
         name
         for name, values in value_bindings(scope).items()
-        if all(type(value) is cst.List or type(value) is cst.ListComp for value in values)
+        if all(is_list_display(value) for value in values)
     )
 
 

@@ -32,7 +32,7 @@ class GradSemantics:
     ) -> AttributeFact | None:
         """`self.weight`, `self.fc.weight`, `model.fc`: what the class facts say the attribute holds."""
         fact = self._attribute_fact(head, attribute, owner)
-        if fact is None:
+        if fact is None or fact.held is Held.LIST:
             return None
         if fact.held is Held.MODULE:
             handle.module, handle.elements, handle.layers = fact.module, fact.elements, fact.layers

@@ -123,10 +123,13 @@ def _passed(facts: list[ScopeFacts]) -> dict[int, dict[str, Passed]]:
                 grad = max((h.grad for h in value.handles), default=Grad.UNKNOWN)
                 modules = {h.module for h in value.handles}
                 module = modules.pop() if len(modules) == 1 else None
-                if parameter not in callee.params or (grad < Grad.MAY and module is None):
+                saved = caller.outgoing_saved.get(id(value), frozenset())
+                if parameter not in callee.params or (grad < Grad.MAY and module is None and not saved):
                     continue
                 leaf = any(h.grad_leaf() is not None for h in value.handles)
-                passed = Passed(grad, leaf, caller.scope.trains or name in caller.differentiated, module)
+                # a caller that a training caller passes tensors trains what it passes them on to
+                training = caller.scope.trains or caller.called_by_training or name in caller.differentiated
+                passed = Passed(grad, leaf, training, module, saved)
                 table = found.setdefault(id(callee), {})
                 table[parameter] = table[parameter].join(passed) if parameter in table else passed
     return found
@@ -151,15 +154,13 @@ def _calls_summarised(scope: Scope, returns: dict[SummaryKey, Returns]) -> bool:
 
 def called_key(scope: Scope) -> str | None:
     """How calls name a function of this file: `helper` for a module-level function, and
-    `Normalize.__call__` / `Block.forward` for the method that calling an object runs."""
+    `Class.method` for a method: the one calling an object runs (`Normalize.__call__`, `Block.forward`),
+    or any other, as its class's methods call it (`self.reg(x)`)."""
     if not scope.is_function or scope.enclosing:
         return None
     if not scope.is_method:
         return scope.name
-    classes = scope.classes
-    if classes is not None and classes.called_method(scope.class_name) == scope.name:
-        return f"{scope.class_name}.{scope.name}"
-    return None
+    return f"{scope.class_name}.{scope.name}"
 
 
 def _mutators(facts: list[ScopeFacts]) -> dict[str, Mutator]:
@@ -171,7 +172,8 @@ def _mutators(facts: list[ScopeFacts]) -> dict[str, Mutator]:
         key = called_key(scope)
         if key is None or scope.mentions_inplace:
             continue  # an `inplace` flag makes the mutation the caller's choice
-        mutated, if_tensor = fact.mutated_params(), fact.mutated_params(evidence_needed=False)
+        mutated = fact.mutated_params()
+        if_tensor = fact.mutated_params(evidence_needed=False) | fact.written_if_tensor
         if if_tensor:
             found[key] = Mutator(key, tuple(scope.all_params), mutated, if_tensor - mutated)
     return found

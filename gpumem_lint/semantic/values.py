@@ -79,17 +79,25 @@ class Grad(IntEnum):
 
 class Passed(NamedTuple):
     """What callers pass for one parameter: the most grad any passes, whether one passes a grad
-    leaf, whether a caller that trains (calls `backward()`) passes it, and the class of the module
-    every caller passes (`train(netD, Generator())`), if they agree."""
+    leaf, whether a caller that trains (calls `backward()`) passes it, the class of the module
+    every caller passes (`train(netD, Generator())`), if they agree, and the ops (saved.py `Saving`)
+    that kept for backward the memory some caller passes (`loss_fn(torch.sigmoid(x))`)."""
 
     grad: Grad
     leaf: bool
     training: bool
     module: str | None = None
+    saved: frozenset = frozenset()
 
     def join(self, other: Passed) -> Passed:
         module = self.module if self.module == other.module else None
-        return Passed(max(self.grad, other.grad), self.leaf or other.leaf, self.training or other.training, module)
+        return Passed(
+            max(self.grad, other.grad),
+            self.leaf or other.leaf,
+            self.training or other.training,
+            module,
+            self.saved | other.saved,
+        )
 
 
 class Role(str, Enum):
@@ -157,7 +165,9 @@ class Handle(Serial):
     grad: Grad = Grad.UNKNOWN
     leaf: bool = False  # a leaf of autograd's graph: a Parameter, a `requires_grad=True` factory
     module: str | None = None  # an nn.Module: its class ("torch.nn.Linear" or a class of this file)
-    instance: str | None = None  # an object of another class of this file (`Normalize(...)`): calling it runs `__call__`
+    instance: str | None = (
+        None  # an object of another class of this file (`Normalize(...)`): calling it runs `__call__`
+    )
     ndim: int | None = None  # the number of dimensions, where the constructor says
     layers: tuple[str | None, ...] = ()  # `nn.Sequential(nn.Linear(...), ...)`: each layer's module class
     elements: str | None = None  # a module list whose every layer is of this class
