@@ -35,6 +35,7 @@ import warnings
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
@@ -52,6 +53,18 @@ SUMMARY_LINKS = tuple(
     ".expand( .expand_as( broadcast_to( .chunk( split( unbind( Parameter( requires_grad .cpu( map_location "
     "Sequential( ModuleList( ModuleDict( ParameterList( ParameterDict(".split()
 )
+
+
+
+@cache
+def _summary_links() -> tuple[str, ...]:
+    """SUMMARY_LINKS, and the calls a returned plain view of a parameter is summarised from (`x.view(`,
+    `torch.narrow(`); a short name only after a dot (`.t(`), where it is a method or `torch.t(`."""
+    from gpumem_lint.semantic.summaries import view_call_names
+
+    views = (f".{name}(" if len(name) <= 2 else f"{name}(" for name in sorted(view_call_names()))
+    return (*SUMMARY_LINKS, *views)
+
 
 #: Off: every file is parsed in full (bench/fast_path_equality.py compares the two).
 enabled = True
@@ -696,7 +709,7 @@ class _Reducer:
         """Functions and methods whose returned value a kept scope that names them is judged by."""
         if self.summary_candidates is None:
             returns = self.index.occurrences("return")  # sorted
-            links = sorted(self.index.holding(SUMMARY_LINKS))
+            links = sorted(self.index.holding(_summary_links()))
             self.summary_candidates = [
                 scope
                 for unit in self.units

@@ -514,9 +514,8 @@ def _loaded_back(ctx: FileContext, facts, place: str, snapshot) -> Report | None
     load = min(loads, key=ctx.line)
     return Report(
         snapshot.node,
-        f"this `state_dict()` kept in `{place}` is not a snapshot: its tensors are `{module}`'s own, so when a "
-        f"later call of `{facts.scope.name}` loads it back into `{module}` at line {ctx.line(load)} they hold "
-        f"the current weights and nothing is restored",
+        f"this `state_dict()` kept in `{place}` holds `{module}`'s own tensors: loaded back by a later call of "
+        f"`{facts.scope.name}` at line {ctx.line(load)}, it restores nothing but the current weights",
         fix=copy_the_tensors(ctx, snapshot.node),
     )
 

@@ -36,7 +36,10 @@ class InplaceWriteOnMultiOutputView(Rule):
     A tensor passed into a helper function is not known to require grad unless the helper
     is a module's `forward`, calls `backward()` itself, or is given one by a caller of this
     file (followed a few calls deep). The `forward` of a `torch.autograd.Function` runs with
-    grad mode off, so nothing in it is reported.
+    grad mode off, so nothing in it is reported. A helper of the file that returns a view of its
+    parameter made by a view call (`return x.view(b, heads, -1, h, w)`) gives its caller a view of what
+    it passed; one made by indexing or a property (`x[:, 1:]`, `x.mT`) is not followed, and neither
+    is `reshape` (a view or a copy, by the strides at run time).
 
     ## Example
     ```python
@@ -74,6 +77,29 @@ class InplaceWriteOnMultiOutputView(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # a helper's view of a convolution's whole output, not of one of several
+        """
+import torch
+from torch import nn
+
+
+def split_heads(x, heads):
+    b, c, h, w = x.size()
+    return x.view(b, heads, c // heads, h, w)
+
+
+class AugmentedConv(nn.Module):
+    def __init__(self, channels, heads):
+        super().__init__()
+        self.q, self.kv = nn.Conv2d(channels, channels, 1), nn.Conv2d(channels, 2 * channels, 1)
+        self.heads, self.scale = heads, (channels // heads) ** -0.5
+
+    def forward(self, x):
+        q = split_heads(self.q(x), self.heads)
+        q *= self.scale
+        k, v = torch.split(self.kv(x), x.shape[1], dim=1)
+        return q.flatten(1, 2) + k + v
+""",
         """
 import torch.nn as nn
 
@@ -171,6 +197,54 @@ print(Policy(3).sample(torch.randn(4, 3)).shape)
 """,
     )
     INVALID = (
+        # a helper returns a view of the split output it is given: still one of several views
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+def split_heads(x, heads):
+    b, c, h, w = x.size()
+    return x.view(b, heads, c // heads, h, w)
+
+
+class AugmentedConv(nn.Module):
+    def __init__(self, channels, heads):
+        super().__init__()
+        self.qkv = nn.Conv2d(channels, 3 * channels, 1)
+        self.heads, self.scale = heads, (channels // heads) ** -0.5
+
+    def forward(self, x):
+        q, k, v = torch.split(self.qkv(x), x.shape[1], dim=1)
+        q = split_heads(q, self.heads)
+        q *= self.scale
+        return q.flatten(1, 2) + k + v
+""",
+            (20,),
+            fixed="""
+import torch
+from torch import nn
+
+
+def split_heads(x, heads):
+    b, c, h, w = x.size()
+    return x.view(b, heads, c // heads, h, w)
+
+
+class AugmentedConv(nn.Module):
+    def __init__(self, channels, heads):
+        super().__init__()
+        self.qkv = nn.Conv2d(channels, 3 * channels, 1)
+        self.heads, self.scale = heads, (channels // heads) ** -0.5
+
+    def forward(self, x):
+        q, k, v = torch.split(self.qkv(x), x.shape[1], dim=1)
+        q = split_heads(q, self.heads)
+        q = q * self.scale
+        return q.flatten(1, 2) + k + v
+""",
+        ),
         # a function of the file builds the network `self.net` holds: its output requires grad
         Invalid(
             """

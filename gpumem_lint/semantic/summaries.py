@@ -6,12 +6,12 @@ leaf that requires grad when the function returns an `nn.Parameter`. The analysi
 caller composes the summary at the call (calls.py), so the rules that judge the write see
 the value it reaches.
 
-Only values whose hazard does not depend on other aliases are summarised: an `expand` view,
-the several outputs of one split, a fresh leaf that requires grad, host memory (every `return`
+Summarised: an `expand` view, the several outputs of one split, a plain view of a parameter
+(`return x.view(b, nh, -1, h, w)`: the caller's result is a view of what it passed, a split's output
+still if it passed one), a fresh leaf that requires grad, host memory (every `return`
 gives a `.cpu()` copy, its `.numpy()` or a CPU load: F49, nothing of it is the CUDA cache's), a numpy
 array of its own (every `return` gives what numpy made: `box.astype(np.float32)`). A
-function that returns its argument itself, or a plain view of it, is not (yet): its callers would
-see new aliases that the rules reading stale aliases have not been reviewed with.
+function that returns its argument itself is not.
 """
 
 from __future__ import annotations
@@ -20,16 +20,19 @@ from typing import NamedTuple
 
 import libcst as cst
 
+from gpumem_lint.knowledge import knowledge
 from gpumem_lint.semantic.values import AliasKind, Grad, Handle, Value
 
 #: Kinds a summary carries: what the caller's writes are judged by.
-_SUMMARISED = frozenset({AliasKind.EXPAND, AliasKind.MULTI_VIEW})
+_SUMMARISED = frozenset({AliasKind.EXPAND, AliasKind.MULTI_VIEW, AliasKind.VIEW})
 
 
 class Returns(NamedTuple):
     """What every `return` of a function gives back."""
 
-    kind: AliasKind  # EXPAND, MULTI_VIEW, or OWN (a fresh leaf that requires grad, or host memory)
+    kind: (
+        AliasKind  # EXPAND, MULTI_VIEW, VIEW (of a parameter), or OWN (a fresh leaf that requires grad, or host memory)
+    )
     param: str | None = None  # the parameter whose memory it is an alias of; None for fresh memory
     position: int | None = None  # that parameter's position, `self` included
     host: bool = False  # host memory (`return t.cpu().numpy()`), which the CUDA allocator never holds (F49)
@@ -78,7 +81,23 @@ def _summary(handle: Handle, params: tuple[str, ...]) -> Returns | None:
         return None
     storage = handle.storage
     if storage.origin == "fresh" and storage.parent is None:
-        return Returns(handle.kind, None)
+        return Returns(handle.kind, None) if handle.kind is not AliasKind.VIEW else None  # a new tensor, to the caller
+    if handle.kind is AliasKind.VIEW and not made_by_view_call(handle.node):
+        return None  # `x[:, 1:]`, `x.T`: what the fast path cannot tell from other code (fast_path.py SUMMARY_LINKS)
     if storage.origin == "param" and storage.label in params and handle.base.kind is AliasKind.OWN:
         return Returns(handle.kind, storage.label, params.index(storage.label))
     return None
+
+
+def view_call_names() -> frozenset[str]:
+    """The methods and functions whose call a returned view is summarised from (`x.view(...)`, `torch.narrow(x, ...)`)."""
+    k = knowledge()
+    return k.view_methods | k.view_functions
+
+
+def made_by_view_call(node: cst.CSTNode | None) -> bool:
+    if type(node) is not cst.Call:
+        return False
+    func = node.func
+    name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
+    return name in view_call_names()
