@@ -66,6 +66,18 @@ def _summary_links() -> tuple[str, ...]:
     return (*SUMMARY_LINKS, *views)
 
 
+@cache
+def _output_links() -> tuple[str, ...]:
+    """The calls of ops and modules that keep their output for backward (`relu(`, `nn.Sigmoid(`): a function
+    returning what one made is summarised (semantic/summaries.py `saved_output`)."""
+    from gpumem_lint.knowledge.autograd import saved_for_backward
+
+    table = saved_for_backward()
+    modules = {name.split(".")[0] for name in table.modules if "output" in table.module_saves(name)}
+    ops = {name.removesuffix(".inplace").rsplit(".", 1)[-1] for name, op in table.ops.items() if 0 in op.outputs_kept()}
+    return tuple(sorted(f"{name}(" if name.isidentifier() else name for name in modules | ops))
+
+
 #: Off: every file is parsed in full (bench/fast_path_equality.py compares the two).
 enabled = True
 
@@ -638,7 +650,7 @@ class _Reducer:
         self.scan = scan
         self.triggers = triggers
         self.units = _units(tree.body)
-        self.summary_candidates: list[_Unit] | None = None
+        self.summary_candidates: list[tuple[str, _Unit]] | None = None
         self.out: list[str] = []
         self.origin: list[int] = []
 
@@ -708,20 +720,11 @@ class _Reducer:
     def _keep_summarised_callees(self) -> None:
         """Functions and methods whose returned value a kept scope that names them is judged by."""
         if self.summary_candidates is None:
-            returns = self.index.occurrences("return")  # sorted
-            links = sorted(self.index.holding(_summary_links()))
-            self.summary_candidates = [
-                scope
-                for unit in self.units
-                for scope in unit.members or [unit]
-                if scope.is_function
-                and _any_between(returns, scope.start, scope.end)
-                and _any_between(links, scope.start, scope.end)
-            ]
+            self.summary_candidates = self._summary_candidates()
         candidates: dict[str, list[_Unit]] = {}
-        for scope in self.summary_candidates:
+        for name, scope in self.summary_candidates:
             if not scope.kept:
-                candidates.setdefault(scope.node.name, []).append(scope)
+                candidates.setdefault(name, []).append(scope)
         if not candidates:
             return
         kept = [scope for unit in self.units for scope in unit.members or [unit] if scope.kept]
@@ -731,6 +734,25 @@ class _Reducer:
                     scope.kept = True
         for unit in self.units:
             self._settle(unit)
+
+    def _summary_candidates(self) -> list[tuple[str, _Unit]]:
+        """Each function or method that may be summarised, by the word a scope calling it shows: its name; for
+        the `forward` (or `__call__`) of a class that names an op keeping its output, the class's too
+        (`self.block(x)` after `self.block = Block(...)`: what `Block.forward` returns, a ReLU kept)."""
+        returns = self.index.occurrences("return")  # sorted
+        links = sorted(self.index.holding(_summary_links()))
+        outputs = sorted(self.index.holding(_output_links()))
+        found = []
+        for unit in self.units:
+            for scope in unit.members or [unit]:
+                if not (scope.is_function and _any_between(returns, scope.start, scope.end)):
+                    continue
+                if _any_between(links, scope.start, scope.end) or _any_between(outputs, scope.start, scope.end):
+                    found.append((scope.node.name, scope))
+                called = unit.is_class and scope.node.name in _CALLED_METHODS
+                if called and _any_between(outputs, unit.start, unit.end):
+                    found.append((unit.node.name, scope))
+        return found
 
     def _close_over_calls(self) -> None:
         """Scopes that call a kept top-level function are kept too; and the callers of a function

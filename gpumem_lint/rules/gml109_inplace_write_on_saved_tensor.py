@@ -71,7 +71,9 @@ class InplaceWriteOnSavedTensor(Rule):
     a loss computed through the op that kept the written tensor (followed through tensor ops
     and module calls; a helper's result is not followed, so a loss it computes is missed).
     A function or method of the file is told what its callers' ops kept of the tensors they pass
-    it (`criterion(model(x))` with a Softmax last, then `self.smooth(probs)`), a few calls deep;
+    it (`criterion(model(x))` with a Softmax last, then `self.smooth(probs)`), a few calls deep,
+    and its callers what it returns when every `return` gives what an op kept as its output (a block
+    class whose `forward` ends in a ReLU: `out = self.block(x); out += x`);
     `+=` on a parameter whose type the function does not show writes in place when a caller
     passes a tensor.
 
@@ -110,6 +112,34 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # the block ends in a BatchNorm, which keeps its input, not its output: the residual add is safe
+        """
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.ReLU(), nn.BatchNorm2d(c))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Net(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.block = Block(c)
+
+    def forward(self, x):
+        out = self.block(x)
+        out += x
+        return out
+
+
+Net(4)(torch.randn(1, 4, 8, 8)).sum().backward()
+""",
         # no activation after the last layer: the pass the loop exits from has `i == len(self.layers) - 1`
         """
 import torch.nn as nn
@@ -605,6 +635,64 @@ criterion(model(torch.randn(2, 8)), torch.rand(2, 4)).backward()
 """,
     )
     INVALID = (
+        # a block class of the file ends in a ReLU: what its `forward` returns is what the ReLU kept
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU())
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Net(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.block = Block(c)
+
+    def forward(self, x):
+        out = self.block(x)
+        out += x
+        return out
+
+
+Net(4)(torch.randn(1, 4, 8, 8)).sum().backward()
+""",
+            (22,),
+            fixed="""
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU())
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Net(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.block = Block(c)
+
+    def forward(self, x):
+        out = self.block(x)
+        out = out + x
+        return out
+
+
+Net(4)(torch.randn(1, 4, 8, 8)).sum().backward()
+""",
+        ),
         # a loss's helper method adds in place to the softmax output its caller passes on: Softmax kept it
         Invalid(
             """

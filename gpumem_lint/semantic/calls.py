@@ -91,7 +91,11 @@ class CallSemantics:
         self._call_grad(node, result, callee, [receiver, *args] if receiver is not None else args, qualified)
         self._save_call(node, qualified, receiver, args, callee, result, state)
         ndim = constructed_ndim(node, qualified, self.k) if qualified is not None else None
-        if qualified in self.k.shape_keeping and args and "axis" not in (a.keyword and a.keyword.value for a in node.args):
+        if (
+            qualified in self.k.shape_keeping
+            and args
+            and "axis" not in (a.keyword and a.keyword.value for a in node.args)
+        ):
             ndim = _common_ndim(args[0])
         if ndim is not None:
             for handle in result.handles:
@@ -130,7 +134,7 @@ class CallSemantics:
             if self.scope.class_name is not None and dotted_name(func.value) == "self":  # `self.reg(logits)`
                 self._call_object(f"{self.scope.class_name}.{func.attr.value}", node, args, state)
             if own_method in self.returns and dotted_name(func.value) == "self":  # `self.make_mask(n)`
-                return self._summarised_result(self.returns[own_method], node, args, skip=1)
+                return self._summarised_result(self.returns[own_method], node, args, state, skip=1)
             return self._method_call(node, func.attr.value, receiver, args, state)
         if name in _IDENTITY_FUNCTIONS and args:
             return _shallow_copy(args[0])
@@ -155,7 +159,7 @@ class CallSemantics:
             # updates them; its state_dict() is its own state, not the module's.
             return self._optimizer(node, args)
         if (None, name) in self.returns:
-            return self._summarised_result(self.returns[None, name], node, args, skip=0)
+            return self._summarised_result(self.returns[None, name], node, args, state, skip=0)
         made = self._fresh(node, "", EMPTY)
         classes = self.scope.classes
         if type(func) is cst.Name and classes is not None and classes.called_method(func.value) == "__call__":
@@ -258,8 +262,13 @@ class CallSemantics:
             self.outgoing.setdefault(key, []).append((position + skip, given))
         self.differentiated.add(key)
 
-    def _summarised_result(self, summary: Returns, node: cst.Call, args: list[Value], skip: int) -> Value:
+    def _summarised_result(self, summary: Returns, node: cst.Call, args: list[Value], state: State, skip: int) -> Value:
         """`make_mask(n)`, `split_heads(x)`, `to_image(t)`: what the function returns, made at the call."""
+        if summary.saved_output is not None:  # `out = self.block(x)` of a block ending in a ReLU: kept for backward
+            result = self._fresh_value(node, tensor=True)
+            self._call_grad(node, result, None, args, None)
+            self._keep_returned_output(node, summary.saved_output, result, state)
+            return result
         if summary.host:  # no more known of it than of another call's result, but where its memory is
             result = self._fresh_value(node)
             for handle in result.handles:

@@ -215,6 +215,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._dropped: set[int] = set()
         self._rebinding: dict[int, str] = {}  # id of a call -> the name its statement rebinds: `g = f(g)`
         self._return_values: list[Value] = []
+        self._returned_outputs: list[
+            frozenset[str]
+        ] = []  # per `return`: the ops that kept what it gives as their output
         self._containers: list[str] = []  # places an enclosing `isinstance(x, dict)` test shows to be containers
         self._lists: frozenset[str] | None = None  # `idx = []`: indexing a tensor by it copies (made when asked)
         self._call_results: dict[int, Value] = {}  # calls in a tuple's elements, by id, until a target takes them
@@ -275,7 +278,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             first_reads=self._first_reads,
             filled_params=frozenset(self._filled_params | self._written_unread(writes)),
             returns_value=bool(self._return_values),
-            returns=summarise(self._return_values, self.scope.all_params) if self.scope.is_function else None,
+            returns=summarise(self._return_values, self.scope.all_params, self._returned_outputs)
+            if self.scope.is_function
+            else None,
             returns_grad=max(
                 (handle.grad for value in self._return_values for handle in value.handles), default=Grad.UNKNOWN
             ),
@@ -411,6 +416,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 items = [e.value for e in node.value.elements] if isinstance(node.value, cst.Tuple) else [node.value]
                 self._handed_back.update(id(item) for item in items if isinstance(item, cst.Name))
                 self._return_values.append(value)
+                self._returned_outputs.append(self._outputs_kept(value, state))
             return UNREACHABLE
         elif isinstance(node, cst.Raise):
             if node.exc is not None:
@@ -1224,7 +1230,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 self.writes[(id(node), id(writer))] = write
             if write in state.passed:
                 state.passed -= {write}  # made again, of the element the names index now
-            if callee is None:  # a same-file function's write is checked in it: it is told what was kept (`Passed.saved`)
+            if (
+                callee is None
+            ):  # a same-file function's write is checked in it: it is told what was kept (`Passed.saved`)
                 self._check_saved(write, state, renewed=writer.storage in fresh)
             # Rebinding `.data` swaps the storage: old aliases keep the old memory. Memory
             # allocated by this very statement (`p.new(n).zero_()`) has no older aliases.
@@ -1493,6 +1501,16 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             h.storage.origin == "param" and h.storage.label == assumed and h.base is None for h in value.handles
         )
 
+    def _outputs_kept(self, value: Value, state: State) -> frozenset[str]:
+        """The ops that kept `value`'s memory as their output for backward (`return self.act(x)` of a ReLU)."""
+        return frozenset(
+            saving.op
+            for storage, kept in state.saved.items()
+            if any(storage.related(h.storage) for h in value.handles)
+            for saving in kept
+            if saving.item == "output"
+        )
+
     def _is_array(self, value: Value) -> bool:
         return value.tensor or value.ndarray
 
@@ -1747,9 +1765,7 @@ def _list_names(scope: cst.Module | cst.FunctionDef) -> frozenset[str]:
     """Names the scope binds only to lists (`[]`, `[a, b]`, a list comprehension), never otherwise: a
     tensor indexed by one is indexed by a sequence of ints, advanced indexing, a copy."""
     return frozenset(
-        name
-        for name, values in value_bindings(scope).items()
-        if all(is_list_display(value) for value in values)
+        name for name, values in value_bindings(scope).items() if all(is_list_display(value) for value in values)
     )
 
 

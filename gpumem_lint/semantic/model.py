@@ -45,6 +45,7 @@ class SemanticModel:
                 or f.object_calls & mutators.keys()
                 or id(f.scope) in passed
                 or _calls_summarised(f.scope, returns)
+                or any(tuple(call.split(".", 1)) in returns for call in f.object_calls)
                 else f
                 for f in facts
             ]

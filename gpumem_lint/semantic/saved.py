@@ -102,6 +102,7 @@ class SavedSemantics:
                 self._keep_parameters(node, module, callee, result, state)
             if trains or any(_requires_grad(value) for value in positional):
                 self._keep_last_output(node, callee, result, state)
+                self._keep_forward_output(node, module, result, state)
             return
         name = _op_name(node, qualified, receiver, self.k.tensor_only_methods)
         if name is None:
@@ -123,6 +124,20 @@ class SavedSemantics:
         if receiver is not None and name.startswith("torch.Tensor."):  # not `F` of `F.relu(x)`
             inputs["self"] = receiver
         self._keep(node, name, saved, inputs, result, state)
+
+    def _keep_forward_output(self, node: cst.Call, module: str, result: Value, state: State) -> None:
+        """`self.block(x)` of a class of this file whose `forward` returns what an op kept as its output."""
+        classes = self.scope.classes
+        method = classes.called_method(module) if classes is not None and classes.defines(module) else None
+        summary = self.returns.get((module, method)) if method is not None else None
+        if summary is not None and summary.saved_output is not None:
+            self._keep_returned_output(node, summary.saved_output, result, state)
+
+    def _keep_returned_output(self, node: cst.Call, op: str, result: Value, state: State) -> None:
+        """The call's result is what `op`, inside the function it runs, kept as its output: a tensor."""
+        for handle in result.handles:
+            handle.tensor = True
+        self._record_saving(Saving(node, op, "output"), result, result, state)
 
     def _keep_last_output(self, node: cst.Call, callee: Value, result: Value, state: State) -> None:
         """`self.left(x)` of `nn.Sequential(nn.Conv2d(...), nn.ReLU())`: what it returns is its last layer's

@@ -8,7 +8,9 @@ the value it reaches.
 
 Summarised: an `expand` view, the several outputs of one split, a plain view of a parameter
 (`return x.view(b, nh, -1, h, w)`: the caller's result is a view of what it passed, a split's output
-still if it passed one), a fresh leaf that requires grad, host memory (every `return`
+still if it passed one), what an op kept as its output for backward (every `return` gives it:
+`return self.body(x)` of a Sequential ending in a ReLU, `return torch.sigmoid(x)`: the caller's in-place
+write to it makes backward raise), a fresh leaf that requires grad, host memory (every `return`
 gives a `.cpu()` copy, its `.numpy()` or a CPU load: F49, nothing of it is the CUDA cache's), a numpy
 array of its own (every `return` gives what numpy made: `box.astype(np.float32)`). A
 function that returns its argument itself is not.
@@ -30,13 +32,14 @@ _SUMMARISED = frozenset({AliasKind.EXPAND, AliasKind.MULTI_VIEW, AliasKind.VIEW}
 class Returns(NamedTuple):
     """What every `return` of a function gives back."""
 
-    kind: (
-        AliasKind  # EXPAND, MULTI_VIEW, VIEW (of a parameter), or OWN (a fresh leaf that requires grad, or host memory)
-    )
+    kind: AliasKind  # EXPAND, MULTI_VIEW, VIEW (of a parameter), or OWN (a new leaf, host memory, a kept output)
     param: str | None = None  # the parameter whose memory it is an alias of; None for fresh memory
     position: int | None = None  # that parameter's position, `self` included
     host: bool = False  # host memory (`return t.cpu().numpy()`), which the CUDA allocator never holds (F49)
     array: bool = False  # a numpy array of its own (`return box.astype(np.float32)`), no tensor's memory
+    #: The op that kept what every `return` gives as its output for backward (`return self.act(out)`, a ReLU):
+    #: a caller's in-place write to the result makes backward raise.
+    saved_output: str | None = None
 
     def argument(self, node: cst.Call, args: list[Value], skip: int) -> Value | None:
         """What the call passes for the parameter (`skip` leading parameters are bound already:
@@ -55,8 +58,12 @@ class Returns(NamedTuple):
 SummaryKey = tuple[str | None, str]
 
 
-def summarise(returned: list[Value], params: tuple[str, ...]) -> Returns | None:
-    """The one thing all `returned` values are, or None when they differ or are not summarised."""
+def summarise(returned: list[Value], params: tuple[str, ...], outputs: list[frozenset[str]]) -> Returns | None:
+    """The one thing all `returned` values are, or None when they differ or are not summarised.
+    `outputs`: for each, the ops that kept it as their output."""
+    kept = set().union(*outputs) if outputs and all(outputs) else set()
+    if len(kept) == 1 and all(value.handles and not value.container for value in returned):
+        return Returns(AliasKind.OWN, saved_output=kept.pop())
     if returned and all(value.handles and all(h.storage.on_host() for h in value.handles) for value in returned):
         return Returns(AliasKind.OWN, host=True)
     if returned and all(value.handles and all(h.own_array() for h in value.handles) for value in returned):
