@@ -55,7 +55,6 @@ SUMMARY_LINKS = tuple(
 )
 
 
-
 @cache
 def _summary_links() -> tuple[str, ...]:
     """SUMMARY_LINKS, and the calls a returned plain view of a parameter is summarised from (`x.view(`,
@@ -109,7 +108,8 @@ _IMPORT = (ast.Import, ast.ImportFrom)
 _DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 #: Text of a method that states what its class's instances hold (`register_buffer`), or that may
 #: turn grad off module-wide (`p.requires_grad_(False)`, `p.requires_grad = False`).
-_FACT_CALLS = re.compile(r"register_(?:parameter|buffer)|requires_grad")
+#: Calls that state what an instance holds: a registered tensor, a grad switch, a layer appended to a module list.
+_FACT_CALLS = re.compile(r"register_(?:parameter|buffer)|requires_grad|\bself\s*\.\s*\w+\s*\.\s*append\s*\(")
 
 
 def _passes_own_value_to(unit: _Unit, callees: set[str], source: _Lines) -> bool:

@@ -112,6 +112,44 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # the blocks end in a BatchNorm (kept: its input): adding into their outputs is safe
+        """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class ConvBlock(nn.Module):
+    def __init__(self, cin, cout, act=True):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 1)
+        self.act = nn.BatchNorm2d(cout) if act else None
+
+    def forward(self, x):
+        x = self.conv(x)
+        if self.act is not None:
+            x = self.act(x)
+        return x
+
+
+class Neck(nn.Module):
+    def __init__(self, channels, width):
+        super().__init__()
+        self.laterals = nn.ModuleList()
+        for c in channels:
+            self.laterals.append(ConvBlock(c, width))
+
+    def forward(self, feats):
+        outs = [conv(feats[i]) for i, conv in enumerate(self.laterals)]
+        for i in range(len(outs) - 1, 0, -1):
+            outs[i - 1] += F.interpolate(outs[i], size=outs[i - 1].shape[2:])
+        return outs
+
+
+neck = Neck([4, 8], 8)
+feats = [torch.randn(1, 4, 8, 8), torch.randn(1, 8, 4, 4)]
+sum(o.mean() for o in neck(feats)).backward()
+""",
         # the block ends in a BatchNorm, which keeps its input, not its output: the residual add is safe
         """
 import torch
@@ -635,6 +673,84 @@ criterion(model(torch.randn(2, 8)), torch.rand(2, 4)).backward()
 """,
     )
     INVALID = (
+        # a module list built by `append` of one block class of the file, whose forward may end in a ReLU
+        Invalid(
+            """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class ConvBlock(nn.Module):
+    def __init__(self, cin, cout, act=True):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 1)
+        self.act = nn.ReLU() if act else None
+
+    def forward(self, x):
+        x = self.conv(x)
+        if self.act is not None:
+            x = self.act(x)
+        return x
+
+
+class Neck(nn.Module):
+    def __init__(self, channels, width):
+        super().__init__()
+        self.laterals = nn.ModuleList()
+        for c in channels:
+            self.laterals.append(ConvBlock(c, width))
+
+    def forward(self, feats):
+        outs = [conv(feats[i]) for i, conv in enumerate(self.laterals)]
+        for i in range(len(outs) - 1, 0, -1):
+            outs[i - 1] += F.interpolate(outs[i], size=outs[i - 1].shape[2:])
+        return outs
+
+
+neck = Neck([4, 8], 8)
+feats = [torch.randn(1, 4, 8, 8), torch.randn(1, 8, 4, 4)]
+sum(o.mean() for o in neck(feats)).backward()
+""",
+            (30,),
+            fixed="""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class ConvBlock(nn.Module):
+    def __init__(self, cin, cout, act=True):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 1)
+        self.act = nn.ReLU() if act else None
+
+    def forward(self, x):
+        x = self.conv(x)
+        if self.act is not None:
+            x = self.act(x)
+        return x
+
+
+class Neck(nn.Module):
+    def __init__(self, channels, width):
+        super().__init__()
+        self.laterals = nn.ModuleList()
+        for c in channels:
+            self.laterals.append(ConvBlock(c, width))
+
+    def forward(self, feats):
+        outs = [conv(feats[i]) for i, conv in enumerate(self.laterals)]
+        for i in range(len(outs) - 1, 0, -1):
+            outs[i - 1] = outs[i - 1] + F.interpolate(outs[i], size=outs[i - 1].shape[2:])
+        return outs
+
+
+neck = Neck([4, 8], 8)
+feats = [torch.randn(1, 4, 8, 8), torch.randn(1, 8, 4, 4)]
+sum(o.mean() for o in neck(feats)).backward()
+""",
+        ),
         # a block class of the file ends in a ReLU: what its `forward` returns is what the ReLU kept
         Invalid(
             """

@@ -142,6 +142,8 @@ class CallSemantics:
             parts = [self._element(value, arg.value) for arg, value in zip(node.args, args)]
             if name == "zip":
                 self._zip_parts[id(node)] = parts  # `for a, b in zip(xs, ys)` binds them apart
+            elif name == "enumerate" and len(parts) == 1:
+                self._zip_parts[id(node)] = [EMPTY, parts[0]]  # `for i, block in enumerate(self.blocks)`: an index
             return Value(frozenset().union(*(part.handles for part in parts)), container=True)
         if type(func) is cst.Name and not self._no_grad:  # what a same-file function receives (model.py `_passed`)
             self.outgoing.setdefault(func.value, []).extend(
@@ -193,7 +195,8 @@ class CallSemantics:
             return None
         handles = callee.handles if callee is not None else frozenset()
         owners = {h.instance or h.module for h in handles}
-        if name is not None and "." not in name and all(h.storage.origin == "external" for h in handles):
+        known = any(h.instance or h.module for h in handles)  # `for conv in self.convs` of a module list of one class
+        if name is not None and "." not in name and not known and all(h.storage.origin == "external" for h in handles):
             owners = {classes.instances.get(name)}  # a global: bound at module level
         if len(owners) != 1:
             return None

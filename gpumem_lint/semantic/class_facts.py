@@ -10,7 +10,7 @@ so that a method which swaps it out is never judged by what another method store
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 import libcst as cst
@@ -137,6 +137,8 @@ class ClassFactsBuilder:
         self._returns: dict[str, list[cst.BaseExpression | None]] = {}
         self._definitions: dict[str, cst.FunctionDef | None] = {}  # None: defined twice
         self._bindings: dict[str, dict] = {}  # a definition's `value_bindings`, read when a question needs them
+        #: `self.layers.append(value)` in a method: the layers of a module list built empty.
+        self._appends: dict[tuple[str, str], list[cst.BaseExpression]] = {}
         #: `self.register_parameter("w", value)` in the function of that key, judged once every return is known.
         self._registered_parameters: list[tuple[ClassFacts, str, cst.BaseExpression, str | None]] = []
 
@@ -154,6 +156,10 @@ class ClassFactsBuilder:
     def assign(self, owner: ClassFacts, attribute: str, value: cst.BaseExpression | None) -> None:
         """`self.<attribute> = value` in a method (None: a value this cannot see, as in `+=`)."""
         self._assignments.append((owner, attribute, value))
+
+    def append(self, owner: ClassFacts, attribute: str, value: cst.BaseExpression) -> None:
+        """`self.<attribute>.append(value)` in a method."""
+        self._appends.setdefault((owner.name, attribute), []).append(value)
 
     def open_function(self, key: str, node: cst.FunctionDef) -> None:
         """A module-level `def name` (key `"name"`) or a method (key `"Class.name"`); a second one makes
@@ -199,9 +205,25 @@ class ClassFactsBuilder:
                 workers = value if self._makes_workers(value) else None
                 known = owner.workers.get(attribute, workers)
                 owner.workers[attribute] = workers if known is workers else None
+        for (name, attribute), values in self._appends.items():
+            self._note_appended_layers(self._classes[name], attribute, values, table)
         for facts in self._classes.values():
             _keep_module_steps(facts)
         return table
+
+    def _note_appended_layers(
+        self, owner: ClassFacts, attribute: str, values: list[cst.BaseExpression], table: ClassTable
+    ) -> None:
+        """`self.convs = nn.ModuleList()`, then `self.convs.append(Block(...))` in a loop: every layer is a
+        Block, when every append in the class appends one and the list was built empty."""
+        fact = owner.attributes.get(attribute)
+        if fact is None or fact.held is not Held.MODULE or fact.module != "torch.nn.ModuleList" or fact.elements:
+            return
+        if not (isinstance(fact.source, cst.Call) and not fact.source.args):
+            return
+        classes = {self._module_class(value, table) for value in values}
+        if len(classes) == 1 and None not in classes:
+            owner.attributes[attribute] = replace(fact, elements=classes.pop())
 
     def _makes_workers(self, value: cst.BaseExpression | None) -> bool:
         if not isinstance(value, cst.Call):
@@ -212,6 +234,8 @@ class ClassFactsBuilder:
     def _fact(self, value: cst.BaseExpression | None, table: ClassTable) -> AttributeFact | None:
         if is_list_display(value):
             return AttributeFact(Held.LIST)
+        if type(value) is cst.IfExp and is_constant(value.orelse, "None"):  # `nn.ReLU() if act else None`: optional
+            return self._fact(value.body, table)
         if not isinstance(value, cst.Call):
             return None
         if self._expands(value):
@@ -230,7 +254,11 @@ class ClassFactsBuilder:
         module = _torch_module(qualified or "")
         if module is not None:
             return AttributeFact(
-                Held.MODULE, module, elements=self._layer_class(value, table), layers=self._layers(value, table)
+                Held.MODULE,
+                module,
+                source=value,
+                elements=self._layer_class(value, table),
+                layers=self._layers(value, table),
             )
         if qualified is None and table.is_module_class(name):
             return AttributeFact(Held.MODULE, name)

@@ -193,7 +193,10 @@ class SavedSemantics:
             if item == "output":
                 kept = result
             elif item in inputs:
-                kept = inputs[item]
+                # `x = layer(x)` in a loop: the input a pass gives is an earlier pass's result, another tensor
+                # than this pass makes, though one storage stands for both; which one a write reaches is unknown.
+                made = {handle.storage for handle in result.handles}
+                kept = inputs[item].with_handles(frozenset(h for h in inputs[item].handles if h.storage not in made))
             elif owner is not None and item in saved.differentiable:
                 kept = owner  # the module's weight: memory of the module
             else:

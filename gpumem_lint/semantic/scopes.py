@@ -170,6 +170,9 @@ class ScopeCollector(Walker):
         registers = isinstance(func, cst.Attribute) and func.attr.value in ("register_parameter", "register_buffer")
         if owner is not None and registers and _is_self(func.value):
             self._class_facts.register(owner.facts, node, self._function_key())
+        appends = isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1
+        if owner is not None and appends and isinstance(func.value, cst.Attribute) and _is_self(func.value.value):
+            self._class_facts.append(owner.facts, func.value.attr.value, node.args[0].value)
 
     def visit_Return(self, node: cst.Return) -> None:
         self._note_returned(node.value)
