@@ -75,7 +75,10 @@ class InplaceWriteOnSavedTensor(Rule):
     and its callers what it returns when every `return` gives what an op kept as its output (a block
     class whose `forward` ends in a ReLU: `out = self.block(x); out += x`);
     `+=` on a parameter whose type the function does not show writes in place when a caller
-    passes a tensor.
+    passes a tensor. A list of tensors stored into a slice (`feats[1:] = [conv(f) for f in feats[1:]]`)
+    is a list's store: a tensor's would convert the list, which raises for tensors of more than one element.
+    A parameter that the function gives to `F.one_hot`, or whose `.min()`/`.max()` it gives to `range()`, before
+    rebinding it, holds integers (class labels): it never requires grad, so nothing kept of it is reported.
 
     ## Example
     ```python
@@ -112,6 +115,40 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # class labels (`range()` takes their `min()`): an integer tensor never requires grad, `min()` keeps nothing
+        """
+import torch.nn.functional as F
+from torch import nn
+
+
+class IgnoringLoss(nn.Module):
+    def __init__(self, ignore_index=255):
+        super().__init__()
+        self.ignore_index = ignore_index
+
+    def forward(self, output, target):
+        if self.ignore_index not in range(target.min(), target.max() + 1):
+            return F.cross_entropy(output, target)
+        target = target.clone()
+        target[target == self.ignore_index] = target.min()
+        return F.cross_entropy(output, target)
+""",
+        # a list of tensors stored into a slice is the list's store: the backbone's list, not a tensor
+        """
+import torch.nn.functional as F
+from torch import nn
+
+
+class PyramidFuse(nn.Module):
+    def __init__(self, channels, width):
+        super().__init__()
+        self.reduce = nn.ModuleList(nn.Conv2d(c, width, 1) for c in channels[1:])
+
+    def forward(self, features):
+        features[1:] = [conv(f) for f, conv in zip(features[1:], self.reduce)]
+        size = features[1].shape[2:]
+        return sum(F.interpolate(f, size) for f in features[1:])
+""",
         # the blocks end in a BatchNorm (kept: its input): adding into their outputs is safe
         """
 import torch
@@ -673,6 +710,26 @@ criterion(model(torch.randn(2, 8)), torch.rand(2, 4)).backward()
 """,
     )
     INVALID = (
+        # soft targets, which require grad here: `min()` kept them, and the masked store overwrites them
+        Invalid(
+            """
+import torch
+import torch.nn.functional as F
+
+
+def soft_dice_loss(output, target):
+    if (target > 0.3).sum() > 0:
+        target[target > 0.3] = target.min()
+    probs = F.softmax(output, dim=1)
+    return 1 - 2 * (probs * target).sum() / (probs.sum() + target.sum())
+
+
+model, teacher = torch.nn.Conv2d(3, 4, 1), torch.nn.Conv2d(3, 4, 1)
+images = torch.randn(2, 3, 8, 8)
+soft_dice_loss(model(images), teacher(images).softmax(1)).backward()
+""",
+            (8,),
+        ),
         # a module list built by `append` of one block class of the file, whose forward may end in a ReLU
         Invalid(
             """

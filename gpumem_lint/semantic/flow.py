@@ -245,6 +245,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 handle.grad, handle.leaf, handle.tensor = passed.grad, passed.leaf, True
             if passed is not None and passed.saved:  # `loss_fn(torch.sigmoid(x))`: an op kept it for backward
                 state.saved[storage] = passed.saved
+            if name in self.scope.integer_places:  # class labels: an integer tensor never requires grad
+                handle.grad, handle.leaf, handle.tensor = Grad.NO, False, True
             state.env[name] = frozenset({handle})
         for place, module in self.scope.inplace_modules.items():
             storage = self._storage(("module", place), place, "external")
@@ -733,7 +735,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         container = self._eval(target.value, state, record=False)
         advanced, _ = self._eval_slices(target, state)
         place = dotted_name(target.value)
-        array = self._is_array(container) or _indexes_dimensions(target)
+        array = (self._is_array(container) or _indexes_dimensions(target)) and not _holds_tensors_listed(source, value)
         if array and not keyed_by_string(target) and place not in self._containers:
             if place is not None:
                 self._record_reads(place, target.value, state)
@@ -1759,6 +1761,12 @@ def _rebound_argument(node: cst.Assign) -> str | None:
     name = node.targets[0].target.value
     given = any(type(arg.value) is cst.Name and arg.value.value == name for arg in node.value.args)
     return name if given else None
+
+
+def _holds_tensors_listed(source: cst.CSTNode, value: Value) -> bool:
+    """`feats[1:] = [conv(f) for f in feats[1:]]`: a list of tensors stored into a slice is a list's store (a
+    tensor's would convert the list, and raises for tensors of more than one element)."""
+    return type(source) in (cst.List, cst.ListComp) and any(handle.tensor for handle in value.handles)
 
 
 def _list_names(scope: cst.Module | cst.FunctionDef) -> frozenset[str]:

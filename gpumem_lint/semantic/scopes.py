@@ -35,6 +35,10 @@ class Scope:
     #: A numba-compiled function's array parameters, with the dimensions its signature gives (None: unsaid).
     array_params: dict[str, int | None] = field(default_factory=dict)
     string_keyed: set[str] = field(default_factory=set)  # names indexed by a string key: `inputs["positions"]`
+    #: Parameters shown to hold integer tensors, which never require grad, before any rebinding: the first
+    #: argument of `F.one_hot`, a `.min()` or `.max()` given to `range()`.
+    integer_places: set[str] = field(default_factory=set)
+    rebound: set[str] = field(default_factory=set)  # names the collector's walk has seen assigned so far
     converts_arrays: bool = False  # calls `torch.from_numpy` (what it converts is read only then)
     #: Attributes assigned a tensor that cannot be a Parameter (`m.h = m.h.detach()`): `nn.Module` refuses
     #: that for a registered Parameter's name, so what they hold is no parameter of their module (F51).
@@ -162,6 +166,7 @@ class ScopeCollector(Walker):
             self._note_array_place(func.value)
         if isinstance(func, cst.Attribute) and func.attr.value == "backward":
             self._functions[-1].trains = True
+        self._note_integer_arguments(node)
         if self.imports.qualify(func) == "torch.from_numpy":
             self._functions[-1].converts_arrays = True
         if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" and node.args:
@@ -208,6 +213,25 @@ class ScopeCollector(Walker):
             if not any(node.value.value in names for names in self._comprehension_names):
                 self._functions[-1].string_keyed.add(node.value.value)
 
+    def _note_integer_arguments(self, node: cst.Call) -> None:
+        """`F.one_hot(target, n)`, `range(target.min(), target.max())`: `target` holds an integer tensor."""
+        shown = []
+        if self.imports.qualify(node.func) == "torch.nn.functional.one_hot" and node.args:
+            shown.append(node.args[0].value)
+        if type(node.func) is cst.Name and node.func.value == "range":
+            shown.extend(
+                arg.value.func.value
+                for arg in node.args
+                if isinstance(arg.value, cst.Call)
+                and isinstance(arg.value.func, cst.Attribute)
+                and arg.value.func.attr.value in ("min", "max")
+                and not arg.value.args
+            )
+        function = self._functions[-1]
+        for value in shown:
+            if type(value) is cst.Name and value.value not in function.rebound:
+                function.integer_places.add(value.value)
+
     def _note_tensor_place(self, node: cst.BaseExpression) -> None:
         """`x.transpose(0, 1)`: evidence that `x` holds a tensor, unless a comprehension binds its own `x`."""
         place = dotted_name(node)
@@ -250,6 +274,7 @@ class ScopeCollector(Walker):
         self._comprehension_names.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        self._functions[-1].rebound.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
         if _never_a_parameter(node.value):
             for target in node.targets:
                 place = dotted_name(target.target)
@@ -279,6 +304,8 @@ class ScopeCollector(Walker):
             self._assign_attribute(owner, node.target, node.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if type(node.target) is cst.Name:
+            self._functions[-1].rebound.add(node.target.value)
         owner = self._method_owner()
         if owner is not None:
             self._assign_attribute(owner, node.target, None)
