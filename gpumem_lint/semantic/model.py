@@ -54,7 +54,7 @@ class SemanticModel:
             # more than before starts again from that, a few calls deep at most.
             for _ in range(FOLLOWED_CALLS - 1):
                 deeper = _passed(facts)
-                changed = {key for key, table in deeper.items() if table != passed.get(key)}
+                changed = {key for key, table in deeper.items() if _same_facts(table) != _same_facts(passed.get(key))}
                 if not changed:
                     break
                 passed = deeper
@@ -134,6 +134,17 @@ def _passed(facts: list[ScopeFacts]) -> dict[int, dict[str, Passed]]:
                 table = found.setdefault(id(callee), {})
                 table[parameter] = table[parameter].join(passed) if parameter in table else passed
     return found
+
+
+def _same_facts(table: dict[str, Passed] | None) -> dict | None:
+    """A table of what callers pass, comparable across analyses: each analysis makes its own `Saving`
+    objects, so the ops that kept an argument are compared by where they are and what they kept."""
+    if table is None:
+        return None
+    return {
+        name: passed._replace(saved=frozenset((id(s.node), s.item) for s in passed.saved))
+        for name, passed in table.items()
+    }
 
 
 def _returns(facts: list[ScopeFacts]) -> dict[SummaryKey, Returns]:
