@@ -811,31 +811,26 @@ class _Reducer:
         if uses is None:
             return
         for unit in self.units:
-            callers = [
-                m for m in unit.members if m.is_function and not m.kept and self.index.shows(uses, m.start, m.end)
-            ]
-            for member in callers:
-                member.kept = True
-            if callers:
-                self._keep_class_facts(unit)
-                self._settle(unit)
+            self._keep_methods_showing(unit, uses)
 
     def _keep_method_callers(self) -> None:
         """Methods that call a kept method of their class (`self.reg(logits)`): what they pass it is what the
         method starts from (model.py `_passed`), and a write it makes to its argument is one in theirs."""
         for unit in self.units:
-            kept = {m.node.name for m in unit.members if m.is_function and m.kept}
-            calls = _self_attributes_pattern(kept)
-            if calls is None:
-                continue
-            callers = [
-                m for m in unit.members if m.is_function and not m.kept and self.index.shows(calls, m.start, m.end)
-            ]
-            for member in callers:
-                member.kept = True
-            if callers:
-                self._keep_class_facts(unit)
-                self._settle(unit)
+            calls = _self_attributes_pattern({m.node.name for m in unit.members if m.is_function and m.kept})
+            if calls is not None:
+                self._keep_methods_showing(unit, calls)
+
+    def _keep_methods_showing(self, unit: _Unit, pattern: re.Pattern[str]) -> None:
+        """The class's methods whose source shows `pattern`, with what its instances hold."""
+        callers = [
+            m for m in unit.members if m.is_function and not m.kept and self.index.shows(pattern, m.start, m.end)
+        ]
+        for member in callers:
+            member.kept = True
+        if callers:
+            self._keep_class_facts(unit)
+            self._settle(unit)
 
     def _keep_object_bindings(self) -> set[str]:
         """Module-level names bound to an object of a class whose `__call__` or `forward` is kept
