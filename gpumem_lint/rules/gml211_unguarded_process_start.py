@@ -30,7 +30,8 @@ class UnguardedProcessStart(Rule):
     Flags processes started by a module's top-level code — `mp.spawn(...)`,
     `Process(...).start()`, a `Pool` or `ProcessPoolExecutor`, a pass over a `DataLoader`
     with workers (`for batch in loader:`, `enumerate(loader)`, `iter(loader)`: each pass starts
-    them), or a call of a function of the module that starts them (`main()`) — outside
+    them), or a call of a function of the module that starts them (`main()`, or a `train()` that
+    makes a loader with workers and iterates it) — outside
     `if __name__ == "__main__":`, when they start with spawn or forkserver: chosen by the
     code (`torch.multiprocessing.spawn` always spawns) or by default (forkserver is the
     stdlib default on Linux from Python 3.14; spawn on macOS and Windows).
@@ -90,6 +91,23 @@ class UnguardedProcessStart(Rule):
     triggers = ("multiprocessing", "ProcessPoolExecutor", "DataLoader")
     file_trigger = re.compile(f"{PROCESS_CROSSING.pattern}|{WORKER_LOADER.pattern}")
     VALID = (
+        # the function that iterates a worker loader is called under the guard
+        """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(epochs):
+    data = TensorDataset(torch.randn(64, 8))
+    loader = DataLoader(data, batch_size=8, num_workers=2, multiprocessing_context="spawn")
+    for _ in range(epochs):
+        for (batch,) in loader:
+            batch.sum()
+
+
+if __name__ == "__main__":
+    train(2)
+""",
         # forked workers copy the parent's memory: they import nothing again
         """
 import torch
@@ -157,6 +175,41 @@ if mp.current_process().name == "MainProcess":  # a re-importing child already h
 """,
     )
     INVALID = (
+        # a script's top-level call of the function that iterates a loader with workers
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(epochs):
+    data = TensorDataset(torch.randn(64, 8))
+    loader = DataLoader(data, batch_size=8, num_workers=2, multiprocessing_context="spawn")
+    for _ in range(epochs):
+        for (batch,) in loader:
+            batch.sum()
+
+
+train(2)
+""",
+            (14,),
+            fixed="""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(epochs):
+    data = TensorDataset(torch.randn(64, 8))
+    loader = DataLoader(data, batch_size=8, num_workers=2, multiprocessing_context="spawn")
+    for _ in range(epochs):
+        for (batch,) in loader:
+            batch.sum()
+
+
+if __name__ == "__main__":
+    train(2)
+""",
+        ),
         # each pass over a loader with workers starts them; a spawned worker re-runs this loop
         Invalid(
             """
@@ -351,6 +404,20 @@ if __name__ == "__main__":
                 "this loop and fails with `RuntimeError`",
                 fix=_guard_the_rest(ctx, iteration),
             )
+        for function, iteration, loader in _function_loader_passes(ctx):
+            method = loader_start_method(ctx, loader)
+            if not method.pickles:
+                continue
+            for launch in _calls_of(ctx, function.name.value):
+                if id(launch) in guarded or id(launch) in reported:
+                    continue
+                reported.add(id(launch))
+                yield Report(
+                    launch,
+                    f"`{function.name.value}()`, called here, runs the DataLoader workers of line {ctx.line(loader.node)} "
+                    f"from top-level code with {pickling_method_text(method)}: each worker re-runs this call",
+                    fix=_guard_the_rest(ctx, launch),
+                )
 
 
 def _loader_passes(ctx: FileContext) -> Iterator[tuple[cst.BaseExpression, WorkerLoader]]:
@@ -373,6 +440,41 @@ def _loader_passes(ctx: FileContext) -> Iterator[tuple[cst.BaseExpression, Worke
             if not isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
                 finder.walk(statement)
         yield from finder.found
+
+
+def _function_loader_passes(ctx: FileContext) -> Iterator[tuple[cst.FunctionDef, cst.BaseExpression, WorkerLoader]]:
+    """Top-level functions that make a DataLoader with workers and iterate it (`train_model()` of a script):
+    calling one starts the workers. Each with its first pass."""
+    made = {id(loader.node): loader for loader in module_datasets(ctx).worker_loaders}
+    if not made:
+        return
+    for statement in ctx.module.body:
+        if not isinstance(statement, cst.FunctionDef):
+            continue
+        bound = _LoaderNames(made)
+        bound.walk(statement.body)
+        if bound.names:
+            finder = _Passes(bound.names)
+            finder.walk(statement.body)
+            if finder.found:
+                yield statement, *finder.found[0]
+
+
+class _LoaderNames(Walker):
+    """The names a function binds to DataLoaders with workers it makes (`loader = DataLoader(ds, num_workers=2)`)."""
+
+    def __init__(self, made: dict[int, WorkerLoader]) -> None:
+        self.made = made
+        self.names: dict[str, WorkerLoader] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if id(node.value) in self.made:
+            self.names.update(
+                (t.target.value, self.made[id(node.value)]) for t in node.targets if type(t.target) is cst.Name
+            )
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # a nested function's loader is its own
 
 
 #: Calls that iterate their first argument (or hand its items on, to be iterated).
