@@ -210,12 +210,7 @@ class CallSemantics:
         if not state.saved:
             return
         for value in args:
-            savings = frozenset(
-                saving
-                for storage, kept in state.saved.items()
-                if any(storage.related(h.storage) for h in value.handles)
-                for saving in kept
-            )
+            savings = self._savings_of(value, state)
             if savings:
                 self.outgoing_saved[id(value)] = self.outgoing_saved.get(id(value), frozenset()) | savings
 

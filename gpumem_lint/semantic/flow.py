@@ -215,9 +215,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._dropped: set[int] = set()
         self._rebinding: dict[int, str] = {}  # id of a call -> the name its statement rebinds: `g = f(g)`
         self._return_values: list[Value] = []
-        self._returned_outputs: list[
-            frozenset[str]
-        ] = []  # per `return`: the ops that kept what it gives as their output
+        #: Per `return`: the ops that kept what it gives as their output.
+        self._returned_outputs: list[frozenset[str]] = []
         self._containers: list[str] = []  # places an enclosing `isinstance(x, dict)` test shows to be containers
         self._lists: frozenset[str] | None = None  # `idx = []`: indexing a tensor by it copies (made when asked)
         self._call_results: dict[int, Value] = {}  # calls in a tuple's elements, by id, until a target takes them
@@ -1505,13 +1504,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
 
     def _outputs_kept(self, value: Value, state: State) -> frozenset[str]:
         """The ops that kept `value`'s memory as their output for backward (`return self.act(x)` of a ReLU)."""
-        return frozenset(
-            saving.op
-            for storage, kept in state.saved.items()
-            if any(storage.related(h.storage) for h in value.handles)
-            for saving in kept
-            if saving.item == "output"
-        )
+        return frozenset(saving.op for saving in self._savings_of(value, state) if saving.item == "output")
 
     def _is_array(self, value: Value) -> bool:
         return value.tensor or value.ndarray

@@ -125,6 +125,15 @@ class SavedSemantics:
             inputs["self"] = receiver
         self._keep(node, name, saved, inputs, result, state)
 
+    def _savings_of(self, value: Value, state: State) -> frozenset[Saving]:
+        """The ops that kept (part of) `value`'s memory for backward."""
+        return frozenset(
+            saving
+            for storage, kept in state.saved.items()
+            if any(storage.related(h.storage) for h in value.handles)
+            for saving in kept
+        )
+
     def _keep_forward_output(self, node: cst.Call, module: str, result: Value, state: State) -> None:
         """`self.block(x)` of a class of this file whose `forward` returns what an op kept as its output."""
         classes = self.scope.classes
