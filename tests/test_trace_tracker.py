@@ -30,6 +30,26 @@ CASES = {
         hidden.add_(1)  # trace: GML103
         delta = hidden - prev
     """,
+    "a write judged while another thread is inside torch's own writes": """
+        import threading
+        import torch
+
+        class Blocking(torch.nn.Module):
+            def _load_from_state_dict(self, *args):
+                inside.set()
+                leave.wait()
+
+        inside, leave = threading.Event(), threading.Event()
+        loader = threading.Thread(target=Blocking().load_state_dict, args=({},))
+        loader.start()
+        inside.wait()
+        hidden = torch.zeros(3)
+        prev = hidden.detach()
+        hidden.add_(1)  # trace: GML103
+        delta = hidden - prev
+        leave.set()
+        loader.join()
+    """,
     "detach alias never read again": """
         import torch
         hidden = torch.zeros(3)

@@ -40,6 +40,7 @@ is what costs nothing per operator: the environment, fork and launch hooks (GML2
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -95,6 +96,7 @@ def _needs_grad(args) -> bool:
                 if isinstance(item, Tensor) and item.requires_grad:
                     return True
     return False
+
 
 #: Aliases that exist to hold values (a snapshot, a gradient-free copy): reading new values through them is
 #: the hazard. "view" is not among them.
@@ -186,13 +188,22 @@ class Tracker:
         self.next_detach_kind: str | None = None
         self.state_dict_depth = 0
         self.optimizer_depth = 0
-        #: Inside torch's own writes (unpickling's `set_`, `load_state_dict`'s copies): they make no alias stale.
-        self.machinery_depth = 0
+        #: Per thread, how deep inside torch's own writes (unpickling's `set_`, `load_state_dict`'s copies) it is:
+        #: they make no alias stale. Per thread, because a queue's feeder thread pickles while the program writes.
+        self._machinery = threading.local()
         #: Optimizer steps taken, and the steps in which each `torch.cuda.empty_cache()` site ran (GML406).
         self.steps = 0
         self.empty_cache_steps: dict[Site | None, set[int]] = {}
         self._registrations = 0
         self.saved = SavedTensors()
+
+    @property
+    def machinery_depth(self) -> int:
+        return getattr(self._machinery, "depth", 0)
+
+    @machinery_depth.setter
+    def machinery_depth(self, depth: int) -> None:
+        self._machinery.depth = depth
 
     # -- the dispatch hook's two halves -------------------------------------------------------------------
 
@@ -483,7 +494,7 @@ class Tracker:
                 Finding(
                     CODES["saved-write"],
                     f"in-place `{_short(info.name)}` overwrote a tensor that `{saver}` saved for its backward, while "
-                    "that graph is alive: backward will fail (\"one of the variables needed for gradient computation "
+                    'that graph is alive: backward will fail ("one of the variables needed for gradient computation '
                     'has been modified by an inplace operation")',
                     site,
                     [(f"saved by `{saver}` for its backward", saved.site)],
