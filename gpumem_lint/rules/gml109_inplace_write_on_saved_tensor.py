@@ -866,6 +866,64 @@ class Net(nn.Module):
 Net(4)(torch.randn(1, 4, 8, 8)).sum().backward()
 """,
         ),
+        # a module list given as a list of one block class holds Blocks, whose output the ReLU kept
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.ReLU())
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Net(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(c), Block(c)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x).unsqueeze_(0).squeeze_(0)
+        return x
+
+
+Net(4)(torch.randn(1, 4, 8, 8)).sum().backward()
+""",
+            (22,),
+            fixed="""
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.ReLU())
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Net(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(c), Block(c)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x).unsqueeze(0).squeeze(0)
+        return x
+
+
+Net(4)(torch.randn(1, 4, 8, 8)).sum().backward()
+""",
+        ),
         # a loss's helper method adds in place to the softmax output its caller passes on: Softmax kept it
         Invalid(
             """

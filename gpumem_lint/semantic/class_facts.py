@@ -317,13 +317,19 @@ class ClassFactsBuilder:
         return facts.pop() if len(facts) == 1 else None
 
     def _layer_class(self, container: cst.Call, table: ClassTable) -> str | None:
-        """`nn.ModuleList(Block(d) for _ in range(n))`, `nn.ModuleList([Block(d) for ...])`: each layer's class."""
+        """`nn.ModuleList(Block(d) for _ in range(n))`, `nn.ModuleList([Block(d) for ...])`,
+        `nn.ModuleList([Block(a), Block(b)])`: each layer's class."""
         if len(container.args) != 1 or container.args[0].keyword is not None:
             return None
         built = container.args[0].value
-        if not isinstance(built, (cst.GeneratorExp, cst.ListComp)):
-            return None
-        return self._module_class(built.elt, table)
+        if isinstance(built, (cst.GeneratorExp, cst.ListComp)):
+            return self._module_class(built.elt, table)
+        if isinstance(built, (cst.List, cst.Tuple)) and built.elements:
+            if any(isinstance(element, cst.StarredElement) for element in built.elements):
+                return None
+            classes = {self._module_class(element.value, table) for element in built.elements}
+            return classes.pop() if len(classes) == 1 else None
+        return None
 
     def _layers(self, container: cst.Call, table: ClassTable) -> tuple[str | None, ...]:
         """`nn.Sequential(nn.Conv2d(...), nn.ReLU(inplace=True))`: the class of each layer, in order (None
