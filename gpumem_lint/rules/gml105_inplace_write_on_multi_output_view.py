@@ -450,6 +450,53 @@ for row in scores:
 scores.sum().backward()
 """,
         ),
+        # a model of the file returns a tuple; its element sliced over several dimensions requires grad
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class LanguageModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(16, 50)
+
+    def forward(self, hidden):
+        return (self.head(hidden),)
+
+
+model = LanguageModel()
+outputs = model(torch.randn(2, 3, 16))
+logits = outputs[0][:, -1, :]
+for row in logits:
+    row[0] = -float("inf")
+logits.logsumexp(-1).sum().backward()
+""",
+            (19,),
+            fixed="""
+import torch
+from torch import nn
+
+
+class LanguageModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(16, 50)
+
+    def forward(self, hidden):
+        return (self.head(hidden),)
+
+
+model = LanguageModel()
+outputs = model(torch.randn(2, 3, 16))
+logits = outputs[0][:, -1, :]
+for row in logits:
+    row = row.clone()
+    row[0] = -float("inf")
+logits.logsumexp(-1).sum().backward()
+""",
+        ),
         Invalid(
             """
 import torch

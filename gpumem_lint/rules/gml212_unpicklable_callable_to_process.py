@@ -8,9 +8,10 @@ from gpumem_lint.diagnostics import Severity
 from gpumem_lint.rules._boundaries import loader_start_method, module_datasets, pickling_method_text, process_model
 from gpumem_lint.rules.base import Invalid, Report, Rule
 from gpumem_lint.semantic.datasets import WORKER_LOADER
+from gpumem_lint.semantic.given_keywords import GivenKeywords, spread_keywords
 from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.literals import keyword
-from gpumem_lint.semantic.pickling import enclosing_functions, held_by_instance, held_unpicklable, spread_keywords
+from gpumem_lint.semantic.pickling import enclosing_functions, held_by_instance, held_unpicklable
 from gpumem_lint.semantic.processes import PROCESS_CROSSING, process_table
 
 #: Crossings whose function is pickled to the child only when the child starts fresh (spawn, forkserver).
@@ -61,7 +62,12 @@ class UnpicklableCallableToProcess(Rule):
     body defines and returns `class Dataset(...)`) cannot be pickled either: pickle finds a class by
     its qualified name, `get_dataset.<locals>.Dataset`. A `DataLoader`
     subclass of the module makes its loader in `super().__init__(...)`, with the workers its
-    constructions ask for (`Masking(data, num_workers=4)`, passed on through `**kwargs`). A lambda reached through a `functools.partial`, an
+    constructions ask for (`Masking(data, num_workers=4)`, passed on through `**kwargs`). A loader's
+    keywords include those of a dict written out before the call and the keys stored into it since
+    (`params["worker_init_fn"] = lambda w: ...`, then `DataLoader(**params)`), and, for a `**kwargs` the
+    function around it hands on, what the module's calls of that function put in it, three calls up
+    (`make_loader(data, collate_fn=f, num_workers=2)`); a keyword that a named parameter of a function on
+    the way takes stops there. A lambda reached through a `functools.partial`, an
     attribute set later, or a function of another module is not seen.
 
     ## Example
@@ -96,6 +102,32 @@ class UnpicklableCallableToProcess(Rule):
     triggers = ("multiprocessing", "ProcessPoolExecutor", "DataLoader")
     file_trigger = re.compile(f"{PROCESS_CROSSING.pattern}|{WORKER_LOADER.pattern}")
     VALID = (
+        # the helper's own `collate_fn` parameter takes the caller's lambda: its `**kwargs` does not pass it on
+        """
+from torch.utils.data import DataLoader
+
+
+def make_loader(data, collate_fn=None, **kwargs):
+    if collate_fn is not None:
+        data = [collate_fn([item]) for item in data]
+    return DataLoader(data, batch_size=2, **kwargs)
+
+
+def main(data):
+    return list(make_loader(data, collate_fn=lambda batch: batch[0] * 2, num_workers=2))
+""",
+        # the options given to the worker loader were bound again after the lambda went in
+        """
+from torch.utils.data import DataLoader
+
+
+def main(data):
+    options = {"batch_size": 2}
+    options["collate_fn"] = lambda batch: batch
+    preview = options["collate_fn"](data[:2])
+    options = {"batch_size": 2, "num_workers": 2}
+    return preview, list(DataLoader(data, **options))
+""",
         # what the process is started with is a module-level function
         """
 import multiprocessing as mp
@@ -316,6 +348,51 @@ if __name__ == "__main__":
 """,
     )
     INVALID = (
+        # the lambda is stored into the keywords the loader is given
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader
+
+
+def seed_worker(seed):
+    torch.manual_seed(seed)
+
+
+def make_loaders(datasets, base_seed=0, **options):
+    loaders = {}
+    for name, data in datasets.items():
+        params = {"batch_size": 4, "num_workers": 2, **options}
+        params["dataset"] = data
+        if "worker_init_fn" not in params:
+            params["worker_init_fn"] = lambda worker: seed_worker(base_seed + worker)
+        loaders[name] = DataLoader(**params)
+    return loaders
+""",
+            (16,),
+        ),
+        # a helper hands its `**kwargs` on to the loader: the caller's keywords reach it
+        Invalid(
+            """
+from torch.utils.data import DataLoader
+
+
+def padded(size):
+    def collate(items):
+        return [item[:size] for item in items]
+
+    return collate
+
+
+def make_loader(data, batch_size=1, **kwargs):
+    return DataLoader(data, batch_size=batch_size, **kwargs)
+
+
+def main(data):
+    return list(make_loader(data, batch_size=8, collate_fn=padded(4), num_workers=2))
+""",
+            (17,),
+        ),
         # the tokenizer's base class stores a lambda on it as it is built: the dataset keeps the tokenizer
         Invalid(
             """
@@ -658,10 +735,12 @@ def loader(data):
         if not WORKER_LOADER.search(ctx.text):
             return
         yield from self._dataset_attributes(ctx, scopes)
+        given = ctx.shared(_given_keywords)
         for loader in module_datasets(ctx).worker_loaders:
-            for argument in ("collate_fn", "worker_init_fn"):
-                value = keyword(loader.node, argument)
-                held = held_unpicklable(value, scopes.get(id(loader.node)), ctx.module)
+            for argument, value, scope in given.of(loader.node):
+                if argument not in ("collate_fn", "worker_init_fn"):
+                    continue
+                held = held_unpicklable(value, scope, ctx.module)
                 if held is None:
                     continue
                 method = loader_start_method(ctx, loader)
@@ -752,6 +831,10 @@ def _kept_arguments(
     kept = process_table().dataset_kept_keywords
     given = [(arg.keyword.value, arg.value) for arg in construction.args if arg.keyword is not None]
     return [(value, key) for key, value in (*given, *spread) if key in kept]
+
+
+def _given_keywords(ctx: FileContext) -> GivenKeywords:
+    return GivenKeywords(ctx.module)
 
 
 def _enclosing(ctx: FileContext) -> dict[int, cst.FunctionDef]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from gpumem_lint.semantic.given_keywords import GivenKeywords
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.literals import keyword
 from gpumem_lint.semantic.name_values import value_bindings
@@ -68,7 +69,7 @@ class DatasetClass:
     ) -> list[tuple[cst.BaseExpression, str]]:
         """What a `Cls(...)` call passes that `__init__` keeps on the instance (`self.fn = fn`), with
         the attribute: pickling the dataset for a worker pickles those too. `spread`: the keywords a
-        `**kwargs` of the call gives (pickling.py `spread_keywords`)."""
+        `**kwargs` of the call gives (given_keywords.py `spread_keywords`)."""
         init = self.methods.get("__init__")
         if init is None:
             return []
@@ -167,11 +168,14 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
             instances[name] = made
     loaders = []
     worker_loaders = []
+    given = GivenKeywords(module) if any(arg.star == "**" for c in collector.loader_calls for arg in c.args) else None
     for call in collector.loader_calls:
         dataset = keyword(call, "dataset") or (
             call.args[0].value if call.args and call.args[0].keyword is None else None
         )
-        starts = _starts_workers(call, collector.values, zeros)
+        starts = _starts_workers(call, collector.values, zeros) or (
+            given is not None and _given_workers(given.of(call), zeros)
+        )
         if starts:
             worker_loaders.append(WorkerLoader(call, dataset, _context_method(call), collector.owners.get(id(call))))
         cls = _dataset_class(dataset, classes, instances)
@@ -391,6 +395,14 @@ def _starts_workers(call: cst.Call, values: dict[str, cst.BaseExpression], zeros
         spread = [values.get(dotted_name(arg.value) or "") for arg in call.args if arg.star == "**"]
         return any(_dict_starts_workers(value) for value in spread)
     return _nonzero(workers) and not (isinstance(workers, cst.Name) and workers.value in zeros)
+
+
+def _given_workers(given, zeros: frozenset[str]) -> bool:
+    """A `num_workers` that `**` spreads give the loader (given_keywords.py), other than 0."""
+    return any(
+        key == "num_workers" and _nonzero(value) and not (isinstance(value, cst.Name) and value.value in zeros)
+        for key, value, _ in given
+    )
 
 
 def _nonzero(workers: cst.BaseExpression) -> bool:

@@ -978,6 +978,12 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         layer = self._layer(base, node)
         if layer is not None:  # `model[0]` of an `nn.Sequential` whose layers the constructor shows
             return layer
+        if not self._is_array(base) and _indexes_dimensions(node) and _requires_grad(base):
+            # `outputs[0][:, -1, :]` of a model's output: only a tensor both requires grad and takes a slice
+            # among several dimensions (a list or dict takes neither)
+            for handle in base.handles:
+                handle.tensor = True
+            base = Value(base.handles, tensor=True)
         if self._is_array(base):
             if advanced:  # `x[mask]`, `x[idx_tensor]`, `x[[0, 2]]`: a copy
                 copy = self._fresh_value(node, tensor=base.tensor, ndarray=base.ndarray)
@@ -1841,6 +1847,10 @@ def _callee_name(node: cst.Call) -> str | None:
 
 def _receiver(node: cst.Call) -> cst.BaseExpression | None:
     return node.func.value if isinstance(node.func, cst.Attribute) else (node.args[0].value if node.args else None)
+
+
+def _requires_grad(value: Value) -> bool:
+    return bool(value.handles) and all(handle.grad is Grad.YES for handle in value.handles)
 
 
 def _indexes_dimensions(target: cst.Subscript) -> bool:

@@ -71,50 +71,6 @@ def held_by_instance(class_name: str, module: cst.Module) -> tuple[cst.BaseExpre
     return _Holdings(module).instance_state(class_name)
 
 
-def spread_keywords(call: cst.Call, scope: cst.CSTNode) -> list[tuple[str, cst.BaseExpression]]:
-    """The keyword arguments `**name` gives `call`, where the last binding of `name` before the call in
-    `scope` (a function, or the module) is a dict written out: `dict(train=True, transform=t)` or
-    `{"transform": t}`; a binding after the call (`kwargs = {...}` for the next call) is not this one."""
-    spread = [arg.value.value for arg in call.args if arg.star == "**" and isinstance(arg.value, cst.Name)]
-    if not spread:
-        return []
-    bindings = _BindingsBefore(call, set(spread))
-    bindings.walk(scope)
-    found = []
-    for name in spread:
-        value = bindings.last.get(name)
-        if isinstance(value, cst.Call) and dotted_name(value.func) == "dict":
-            found += [(arg.keyword.value, arg.value) for arg in value.args if arg.keyword is not None]
-        elif isinstance(value, cst.Dict):
-            found += [
-                (element.key.evaluated_value, element.value)
-                for element in value.elements
-                if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
-            ]
-    return found
-
-
-class _BindingsBefore(Walker):
-    """The value last assigned to each of `names` before `call`, in source order."""
-
-    def __init__(self, call: cst.Call, names: set[str]) -> None:
-        self.call, self.names = call, names
-        self.last: dict[str, cst.BaseExpression] = {}
-        self.reached = False
-
-    def visit_Assign(self, node: cst.Assign) -> bool:
-        if not self.reached:
-            for target in node.targets:
-                if isinstance(target.target, cst.Name) and target.target.value in self.names:
-                    self.last[target.target.value] = node.value
-        return not self.reached
-
-    def visit_Call(self, node: cst.Call) -> bool:
-        if node is self.call:
-            self.reached = True
-        return not self.reached
-
-
 #: How many names, calls and returns the search follows from the value handed over.
 _DEPTH = 10
 
