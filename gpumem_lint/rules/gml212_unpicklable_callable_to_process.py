@@ -52,7 +52,7 @@ class UnpicklableCallableToProcess(Rule):
     call: `kwargs = dict(transform=t)`): what `__init__` stores (`self.degrade = degrade`)
     for a class of this module, the `transform`, `target_transform` and `transforms` keywords
     for a class of another module (torchvision's datasets keep them), and a lambda held by any of
-    these: in a list, tuple or dict, among the arguments of an object built by a class
+    these: in a list, tuple or dict (a list filled by `append`, `extend` or `+=` too), among the arguments of an object built by a class
     (`Compose([...])`, `transforms.Lambda(...)`: spelled CapWords, as PEP 8 spells classes), stored on
     an object of a class of this module as it is built (by its `__init__`, a base class's, or a method
     they call: `self.len_fn = lambda tokens: ...`; not for a class with `__getstate__` or `__reduce__`), or
@@ -348,6 +348,37 @@ if __name__ == "__main__":
 """,
     )
     INVALID = (
+        # the transform pipeline is a list a helper fills with `append`: the lambda goes with the dataset
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, Dataset
+from torchvision import transforms
+
+
+def get_transform(size):
+    steps = [transforms.ToTensor()]
+    steps.append(transforms.Lambda(lambda image: image[:, :size, :size]))
+    return transforms.Compose(steps)
+
+
+class Pictures(Dataset):
+    def __init__(self, images, size):
+        self.images = images
+        self.transform = get_transform(size)
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, index):
+        return self.transform(self.images[index])
+
+
+def main(images):
+    return list(DataLoader(Pictures(images, 16), num_workers=2, multiprocessing_context="spawn"))
+""",
+            (9,),
+        ),
         # the lambda is stored into the keywords the loader is given
         Invalid(
             """

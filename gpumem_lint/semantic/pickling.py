@@ -270,8 +270,13 @@ def returned_values(function: cst.FunctionDef) -> list[cst.BaseExpression | None
     return returns.values
 
 
+#: List methods that put their arguments in the list (`insert`'s first argument is the position).
+_FILLING = {"append": 0, "extend": 0, "insert": 1}
+
+
 class _Assignments(Walker):
-    """What a scope assigns to `name`: `name = v` (position None), `a, name = v` (position 1)."""
+    """What a scope assigns to `name`: `name = v` (position None), `a, name = v` (position 1), and
+    what it puts in the list `name` holds (`name.append(v)`, `name.extend(vs)`, `name += vs`)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -291,6 +296,24 @@ class _Assignments(Walker):
                 for position, element in enumerate(target.target.elements):
                     if isinstance(element.value, cst.Name) and element.value.value == self.name:
                         self.values.append((node.value, position))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if (
+            isinstance(node.target, cst.Name)
+            and node.target.value == self.name
+            and isinstance(node.operator, cst.AddAssign)
+        ):
+            self.values.append((node.value, None))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == self.name
+            and func.attr.value in _FILLING
+        ):
+            self.values += [(arg.value, None) for arg in node.args[_FILLING[func.attr.value] :]]
 
 
 class _Returns(Walker):
