@@ -31,7 +31,8 @@ class UnguardedProcessStart(Rule):
     `Process(...).start()`, a `Pool` or `ProcessPoolExecutor`, a pass over a `DataLoader`
     with workers (`for batch in loader:`, `enumerate(loader)`, `iter(loader)`: each pass starts
     them), or a call of a function of the module that starts them (`main()`, or a `train()` that
-    makes a loader with workers and iterates it) — outside
+    iterates a loader with workers it makes, or that top-level code made, alone or in a dict:
+    `for batch in loaders[phase]:`) — outside
     `if __name__ == "__main__":`, when they start with spawn or forkserver: chosen by the
     code (`torch.multiprocessing.spawn` always spawns) or by default (forkserver is the
     stdlib default on Linux from Python 3.14; spawn on macOS and Windows).
@@ -91,6 +92,21 @@ class UnguardedProcessStart(Rule):
     triggers = ("multiprocessing", "ProcessPoolExecutor", "DataLoader")
     file_trigger = re.compile(f"{PROCESS_CROSSING.pattern}|{WORKER_LOADER.pattern}")
     VALID = (
+        # the function iterates the loaders it is given, not the module's dict of the same name
+        """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+sets = {x: TensorDataset(torch.randn(16, 4)) for x in ("train", "val")}
+loaders = {x: DataLoader(sets[x], batch_size=4, num_workers=2, multiprocessing_context="spawn") for x in sets}
+
+
+def evaluate(loaders):
+    return [batch.sum() for (batch,) in loaders["val"]]
+
+
+evaluate({"val": [(torch.zeros(4),)]})
+""",
         # the function that iterates a worker loader is called under the guard
         """
 import torch
@@ -175,6 +191,45 @@ if mp.current_process().name == "MainProcess":  # a re-importing child already h
 """,
     )
     INVALID = (
+        # the script's training function iterates the loaders top-level code put in a dict
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+sets = {x: TensorDataset(torch.randn(16, 4)) for x in ("train", "val")}
+loaders = {x: DataLoader(sets[x], batch_size=4, num_workers=2, multiprocessing_context="spawn") for x in sets}
+
+
+def train_model(epochs):
+    for _ in range(epochs):
+        for phase in ("train", "val"):
+            for (batch,) in loaders[phase]:
+                batch.sum()
+
+
+train_model(2)
+""",
+            (16,),
+            fixed="""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+sets = {x: TensorDataset(torch.randn(16, 4)) for x in ("train", "val")}
+loaders = {x: DataLoader(sets[x], batch_size=4, num_workers=2, multiprocessing_context="spawn") for x in sets}
+
+
+def train_model(epochs):
+    for _ in range(epochs):
+        for phase in ("train", "val"):
+            for (batch,) in loaders[phase]:
+                batch.sum()
+
+
+if __name__ == "__main__":
+    train_model(2)
+""",
+        ),
         # a script's top-level call of the function that iterates a loader with workers
         Invalid(
             """
@@ -426,14 +481,7 @@ def _loader_passes(ctx: FileContext) -> Iterator[tuple[cst.BaseExpression, Worke
     made = {id(loader.node): loader for loader in module_datasets(ctx).worker_loaders}
     if not made:
         return
-    names: dict[str, WorkerLoader] = {}
-    for statement in ctx.module.body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Assign) and id(small.value) in made:
-                    names.update(
-                        (t.target.value, made[id(small.value)]) for t in small.targets if isinstance(t.target, cst.Name)
-                    )
+    names = _module_loader_names(ctx, made)
     if names:
         finder = _Passes(names)
         for statement in ctx.module.body:
@@ -442,19 +490,45 @@ def _loader_passes(ctx: FileContext) -> Iterator[tuple[cst.BaseExpression, Worke
         yield from finder.found
 
 
+def _module_loader_names(ctx: FileContext, made: dict[int, WorkerLoader]) -> dict[str, WorkerLoader]:
+    """The names top-level code binds to DataLoaders with workers, or to a dict of them
+    (`loaders = {x: DataLoader(sets[x], num_workers=4) for x in ("train", "val")}`)."""
+    names: dict[str, WorkerLoader] = {}
+    for statement in ctx.module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                loader = _loader_held(small.value, made) if isinstance(small, cst.Assign) else None
+                if loader is not None:
+                    names.update((t.target.value, loader) for t in small.targets if isinstance(t.target, cst.Name))
+    return names
+
+
+def _loader_held(value: cst.BaseExpression, made: dict[int, WorkerLoader]) -> WorkerLoader | None:
+    """The DataLoader with workers `value` is, or that a dict of loaders written out holds."""
+    if isinstance(value, cst.DictComp):
+        return made.get(id(value.value))
+    if isinstance(value, cst.Dict):
+        held = (made.get(id(e.value)) for e in value.elements if isinstance(e, cst.DictElement))
+        return next((loader for loader in held if loader is not None), None)
+    return made.get(id(value))
+
+
 def _function_loader_passes(ctx: FileContext) -> Iterator[tuple[cst.FunctionDef, cst.BaseExpression, WorkerLoader]]:
-    """Top-level functions that make a DataLoader with workers and iterate it (`train_model()` of a script):
-    calling one starts the workers. Each with its first pass."""
+    """Top-level functions that iterate a DataLoader with workers that they make, or that top-level code
+    made (`train_model()` of a script): calling one starts the workers. Each with its first pass."""
     made = {id(loader.node): loader for loader in module_datasets(ctx).worker_loaders}
     if not made:
         return
+    module_names = _module_loader_names(ctx, made)
     for statement in ctx.module.body:
         if not isinstance(statement, cst.FunctionDef):
             continue
         bound = _LoaderNames(made)
         bound.walk(statement.body)
-        if bound.names:
-            finder = _Passes(bound.names)
+        local = bound.bound | {param.name.value for param in statement.params.params}
+        names = {name: loader for name, loader in module_names.items() if name not in local} | bound.names
+        if names:
+            finder = _Passes(names)
             finder.walk(statement.body)
             if finder.found:
                 yield statement, *finder.found[0]
@@ -466,12 +540,14 @@ class _LoaderNames(Walker):
     def __init__(self, made: dict[int, WorkerLoader]) -> None:
         self.made = made
         self.names: dict[str, WorkerLoader] = {}
+        self.bound: set[str] = set()  # every name the function assigns: a global of that name is not read
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if id(node.value) in self.made:
-            self.names.update(
-                (t.target.value, self.made[id(node.value)]) for t in node.targets if type(t.target) is cst.Name
-            )
+        targets = [t.target.value for t in node.targets if type(t.target) is cst.Name]
+        self.bound.update(targets)
+        loader = _loader_held(node.value, self.made)
+        if loader is not None:
+            self.names.update((target, loader) for target in targets)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False  # a nested function's loader is its own
@@ -507,6 +583,8 @@ class _Passes(Walker):
         named = node
         while isinstance(named, cst.Call) and named.args and _last_name(named.func) in _ITERATING:
             named = named.args[0].value
+        if isinstance(named, cst.Subscript):  # `loaders[phase]` of a dict of loaders
+            named = named.value
         if isinstance(named, cst.Name) and named.value in self.loaders:
             self.found.append((node, self.loaders[named.value]))
 
