@@ -77,6 +77,27 @@ class InplaceWriteOnMultiOutputView(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # a forward iterating its input: a list of per-scale outputs, not a tensor unbound row by row
+        """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class YoloLoss(nn.Module):
+    def forward(self, outputs, target, mask):
+        loss = 0
+        for output in outputs:
+            output = output.view(output.shape[0], 3, -1).permute(0, 2, 1)
+            output[..., 0] *= mask
+            loss = loss + F.mse_loss(output, target)
+        return loss
+
+
+conv = nn.Conv2d(3, 6, 1)
+scales = [conv(torch.randn(2, 3, 2, 2)), conv(torch.randn(2, 3, 2, 2))]
+YoloLoss()(scales, torch.randn(2, 8, 3), torch.rand(2, 8)).backward()
+""",
         # a helper's view of a convolution's whole output, not of one of several
         """
 import torch
@@ -197,6 +218,48 @@ print(Policy(3).sample(torch.randn(4, 3)).shape)
 """,
     )
     INVALID = (
+        # a forward iterating a tensor it computed: the rows are `unbind`'s views
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class Rows(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        scores = self.fc(x)
+        for row in scores:
+            row.clamp_(min=0)
+        return scores
+
+
+Rows()(torch.randn(3, 4)).sum().backward()
+""",
+            (14,),
+            fixed="""
+import torch
+from torch import nn
+
+
+class Rows(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        scores = self.fc(x)
+        for row in scores:
+            row = row.clamp(min=0)
+        return scores
+
+
+Rows()(torch.randn(3, 4)).sum().backward()
+""",
+        ),
         # a helper returns a view of the split output it is given: still one of several views
         Invalid(
             """

@@ -115,6 +115,29 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # each pass writes the next list item, another tensor than the one the pass before handed to mse_loss
+        """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Heads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv2d(3, 4, 1), nn.Conv2d(3, 4, 1)])
+
+    def forward(self, x, target, mask):
+        outputs = [conv(x) for conv in self.convs]
+        loss = 0
+        for output in outputs:
+            output[:, 0] *= mask
+            loss = loss + F.mse_loss(output, target)
+        return loss
+
+
+Heads()(torch.randn(2, 3, 4, 4), torch.randn(2, 4, 4, 4), torch.rand(2, 4, 4)).backward()
+""",
         # class labels (`range()` takes their `min()`): an integer tensor never requires grad, `min()` keeps nothing
         """
 import torch.nn.functional as F
@@ -710,6 +733,55 @@ criterion(model(torch.randn(2, 8)), torch.rand(2, 4)).backward()
 """,
     )
     INVALID = (
+        # within one pass, the write follows the loss that kept the same item
+        Invalid(
+            """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Heads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv2d(3, 4, 1), nn.Conv2d(3, 4, 1)])
+
+    def forward(self, x, target, mask):
+        outputs = [conv(x) for conv in self.convs]
+        loss = 0
+        for output in outputs:
+            loss = loss + F.mse_loss(output, target)
+            output[:, 0] *= mask
+        return loss
+
+
+Heads()(torch.randn(2, 3, 4, 4), torch.randn(2, 4, 4, 4), torch.rand(2, 4, 4)).backward()
+""",
+            (17,),
+            fixed="""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Heads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv2d(3, 4, 1), nn.Conv2d(3, 4, 1)])
+
+    def forward(self, x, target, mask):
+        outputs = [conv(x) for conv in self.convs]
+        loss = 0
+        for output in outputs:
+            loss = loss + F.mse_loss(output, target)
+            output = output.clone()
+            output[:, 0] *= mask
+        return loss
+
+
+Heads()(torch.randn(2, 3, 4, 4), torch.randn(2, 4, 4, 4), torch.rand(2, 4, 4)).backward()
+""",
+        ),
         # soft targets, which require grad here: `min()` kept them, and the masked store overwrites them
         Invalid(
             """

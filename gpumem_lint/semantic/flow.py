@@ -76,6 +76,7 @@ _MAPPING_ITERATORS = frozenset({"items", "keys"})  # neither `torch.Tensor` nor 
 class _Loop:
     breaks: list[State] = field(default_factory=list)
     continues: list[State] = field(default_factory=list)
+    savings: set = field(default_factory=set)  # what ops in its body kept for backward (saved.py `Saving`)
 
 
 @dataclass
@@ -486,6 +487,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         if isinstance(node, cst.For):
             self._bind_iteration(node.target, iterable, node.iter, body_state)
             self._move_indices(node.target, body_state)
+            self._next_elements(node.target, body_state)
         else:
             self._eval(node.test, body_state)
         end = self._block(node.body.body, body_state)
@@ -1160,6 +1162,22 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         if passed:
             state.passed |= passed
 
+    def _next_elements(self, target: cst.BaseExpression, state: State) -> None:
+        """A pass binds the loop's names to the next items of a container: another tensor than the
+        pass before kept for backward (`for out in outputs: loss += F.mse_loss(out, y); out[..., 4] *= m`).
+        Rows of one tensor (`unbind`) share its version counter, and stay kept."""
+        savings = self._loops[-1].savings
+        if not savings:
+            return
+        for name in _names_in(target):
+            for handle in state.env.get(name.value, ()):
+                kept = state.saved.get(handle.storage)
+                if handle.element and handle.kind is not AliasKind.MULTI_VIEW and kept:
+                    if kept - savings:
+                        state.saved[handle.storage] = kept - savings
+                    else:
+                        del state.saved[handle.storage]
+
     def _under_keys(self, container: Value, target: cst.Subscript) -> Value:
         """What `d[key]` may be among what `d` holds: the items stored under that key, or under keys
         unknown, when the key is a literal or a name a loop over literals binds; else all of them."""
@@ -1179,6 +1197,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             iterable.tensor
             and not iterable.container
             and not (iterable.kinds & {AliasKind.MULTI_VIEW, AliasKind.PARAMETERS})
+            and not self._only_assumed(iterable)  # a forward iterating its input: a list (a detector's scales)
         ):
             # Iterating a tensor is `unbind(0)`: its rows are several views of one output.
             rows = self._alias(iterable, node, AliasKind.MULTI_VIEW, partial=True, index=None)
@@ -1502,7 +1521,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
 
     def _only_assumed(self, value: Value) -> bool:
         """`forward(self, x)`'s `x` as passed, taken for a tensor without evidence: unpacking it
-        (`a, b = x`) shows a tuple rather than a tensor being unbound."""
+        (`a, b = x`) or iterating it (`for out in x`) shows a tuple or list rather than a tensor being
+        unbound."""
         assumed = self.scope.assumed_tensor
         return assumed is not None and all(
             h.storage.origin == "param" and h.storage.label == assumed and h.base is None for h in value.handles

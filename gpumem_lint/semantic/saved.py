@@ -220,6 +220,8 @@ class SavedSemantics:
     def _record_saving(self, made: Saving, kept: Value, result: Value, state: State) -> None:
         """`result`: what the op made, whose graph now holds what it kept."""
         saving = self._savings.setdefault((id(made.node), made.item), made)  # one per loop pass
+        for loop in self._loops:
+            loop.savings.add(saving)
         for handle in result.handles:
             handle.graph |= {saving}
         count, _ = self._keeps.get(saving, (0, 0))
