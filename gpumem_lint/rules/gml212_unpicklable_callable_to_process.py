@@ -49,7 +49,7 @@ class UnpicklableCallableToProcess(Rule):
     function or a function it is nested in (a closure: `create_loader` inside `main` reads
     `main`'s `collate_fn`), or to a lambda at module level, is recognised, and, in a dataset, what its
     construction passes that the dataset keeps (also through `**kwargs` of a dict written out before the
-    call: `kwargs = dict(transform=t)`): what `__init__` stores (`self.degrade = degrade`)
+    call: `kwargs = dict(transform=t)`): what `__init__` stores (`self.degrade = degrade`, or `self.n, self.degrade = n, degrade`)
     for a class of this module, the `transform`, `target_transform` and `transforms` keywords
     for a class of another module (torchvision's datasets keep them), and a lambda held by any of
     these: in a list, tuple or dict (a list filled by `append`, `extend` or `+=` too), among the arguments of an object built by a class
@@ -60,8 +60,9 @@ class UnpicklableCallableToProcess(Rule):
     a `worker_init_fn` (`collate_fn=make_collate(pad)`, which returns a nested `def`). A dataset
     that is an instance of a class defined inside a function (`Dataset = get_dataset(opt)`, whose
     body defines and returns `class Dataset(...)`) cannot be pickled either: pickle finds a class by
-    its qualified name, `get_dataset.<locals>.Dataset`. A `DataLoader`
-    subclass of the module makes its loader in `super().__init__(...)`, with the workers its
+    its qualified name, `get_dataset.<locals>.Dataset`. A `DataLoader` subclass of the module that
+    defines no `__init__` is built as a `DataLoader` is; one that does makes its loader in
+    `super().__init__(...)`, with the workers its
     constructions ask for (`Masking(data, num_workers=4)`, passed on through `**kwargs`). A loader's
     keywords include those of a dict written out before the call and the keys stored into it since
     (`params["worker_init_fn"] = lambda w: ...`, then `DataLoader(**params)`), and, for a `**kwargs` the
@@ -348,6 +349,45 @@ if __name__ == "__main__":
 """,
     )
     INVALID = (
+        # the dataset keeps its transform by a tuple assignment
+        Invalid(
+            """
+from torch.utils.data import DataLoader, Dataset
+from torchvision import transforms
+
+
+class Scans(Dataset):
+    def __init__(self, paths, transform=None):
+        self.paths, self.transform = paths, transform
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, index):
+        return self.transform(self.paths[index])
+
+
+def main(paths):
+    pipeline = transforms.Compose([transforms.Lambda(lambda path: path.upper())])
+    return list(DataLoader(Scans(paths, pipeline), num_workers=2, multiprocessing_context="spawn"))
+""",
+            (18,),
+        ),
+        # a DataLoader subclass of the module that adds no constructor builds a DataLoader
+        Invalid(
+            """
+import torch
+
+
+class Loader(torch.utils.data.DataLoader):
+    pass
+
+
+def main(data):
+    return list(Loader(data, num_workers=2, collate_fn=lambda batch: batch, multiprocessing_context="spawn"))
+""",
+            (10,),
+        ),
         # the transform pipeline is a list a helper fills with `append`: the lambda goes with the dataset
         Invalid(
             """

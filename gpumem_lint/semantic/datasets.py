@@ -23,7 +23,7 @@ import libcst as cst
 
 from gpumem_lint.semantic.given_keywords import GivenKeywords
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
-from gpumem_lint.semantic.literals import keyword
+from gpumem_lint.semantic.literals import assigned_pairs, keyword
 from gpumem_lint.semantic.name_values import value_bindings
 from gpumem_lint.semantic.pickling import returned_values
 from gpumem_lint.semantic.processes import START_METHODS
@@ -168,6 +168,9 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
             instances[name] = made
     loaders = []
     worker_loaders = []
+    plain = _loader_subclasses(collector, imports, plain=True)
+    if plain:
+        collector.loader_calls += [call for call in collector.calls if dotted_name(call.func) in plain]
     given = GivenKeywords(module) if any(arg.star == "**" for c in collector.loader_calls for arg in c.args) else None
     for call in collector.loader_calls:
         dataset = keyword(call, "dataset") or (
@@ -256,21 +259,31 @@ class _Collector(Walker):
                     self.loader_names[id(node.value)] = name
 
 
-def _subclass_loaders(collector: _Collector, imports: ImportTable, zeros: frozenset[str]) -> list[WorkerLoader]:
-    """`class Masking(DataLoader)` whose `__init__` calls `super().__init__(dataset, collate_fn=...,
-    **kwargs)`: that call makes the loader, and it starts workers when it says so or when a construction
-    of the class does (`Masking(data, num_workers=4)`, passed on through `**kwargs`)."""
+def _loader_subclasses(collector: _Collector, imports: ImportTable, plain: bool) -> set[str]:
+    """The module's DataLoader subclasses; with `plain`, only those that define no `__init__` of their
+    own, nor do their bases of this module (`class DataLoader(torch.utils.data.DataLoader): pass`): a
+    construction of one is a DataLoader's."""
     subclasses: set[str] = set()
     changed = True
     while changed:
         changed = False
         for node in collector.class_nodes:
-            if node.name.value not in subclasses and any(
+            if node.name.value in subclasses or (plain and "__init__" in _methods(node)):
+                continue
+            if any(
                 imports.qualify(base.value) in _DATALOADERS or dotted_name(base.value) in subclasses
                 for base in node.bases
             ):
                 subclasses.add(node.name.value)
                 changed = True
+    return subclasses
+
+
+def _subclass_loaders(collector: _Collector, imports: ImportTable, zeros: frozenset[str]) -> list[WorkerLoader]:
+    """`class Masking(DataLoader)` whose `__init__` calls `super().__init__(dataset, collate_fn=...,
+    **kwargs)`: that call makes the loader, and it starts workers when it says so or when a construction
+    of the class does (`Masking(data, num_workers=4)`, passed on through `**kwargs`)."""
+    subclasses = _loader_subclasses(collector, imports, plain=False)
     found = []
     for call, owner in collector.super_inits:
         if owner.name.value not in subclasses:
@@ -293,11 +306,12 @@ def _parameter_stores(init: cst.FunctionDef) -> dict[str, str]:
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
         for small in statement.body:
-            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) and small.value.value in params:
-                for target in small.targets:
-                    attribute = self_attribute(target.target)
-                    if attribute is not None:
-                        stores[small.value.value] = attribute
+            if not isinstance(small, cst.Assign):
+                continue
+            for target, value in assigned_pairs(small):  # `self.n, self.transform = n, transform` too
+                attribute = self_attribute(target)
+                if attribute is not None and isinstance(value, cst.Name) and value.value in params:
+                    stores[value.value] = attribute
     return stores
 
 

@@ -56,3 +56,22 @@ def split_like_tensor(node: cst.Call) -> bool:
     return isinstance(first, (cst.Integer, cst.List, cst.Tuple)) or (
         isinstance(first, cst.UnaryOperation) and isinstance(first.expression, cst.Integer)
     )
+
+
+def assigned_pairs(node: cst.Assign) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """Each target of `node` with the value it gets: `self.n, self.transform = n, transform` pairs the
+    elements of a tuple written out on both sides (no `*`); any other target gets the whole value."""
+    pairs = []
+    value = node.value
+    for target in node.targets:
+        bound = target.target
+        if (
+            isinstance(bound, (cst.Tuple, cst.List))
+            and isinstance(value, (cst.Tuple, cst.List))
+            and len(bound.elements) == len(value.elements)
+            and not any(isinstance(e, cst.StarredElement) for e in (*bound.elements, *value.elements))
+        ):
+            pairs += [(t.value, v.value) for t, v in zip(bound.elements, value.elements)]
+        else:
+            pairs.append((bound, value))
+    return pairs

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from gpumem_lint.semantic.imports import dotted_name
+from gpumem_lint.semantic.literals import assigned_pairs
 from gpumem_lint.semantic.walk import Walker
 
 _LOCAL = "`AttributeError: Can't pickle local object`"
@@ -201,8 +202,7 @@ class _SelfStores(Walker):
         return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if any(_on_self(target.target) for target in node.targets):
-            self.values.append(node.value)
+        self.values += [value for target, value in assigned_pairs(node) if _on_self(target)]
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None and _on_self(node.target):
