@@ -20,6 +20,8 @@ from gpumem_lint.semantic import conditions
         ("mask is not None", ("mask is None", False)),
         ('mode == "train"', ('mode == "train"', True)),
         ('hasattr(model, "module")', ('hasattr(model, "module")', True)),
+        ("len(ids) > 1", ("len(ids) > 1", True)),
+        ("len(ids) != 1", ("len(ids) == 1", False)),
         ("x > y", None),  # compared with another value, not a literal
         ("f(x)", None),  # a call may answer differently each time
         ("a and b", None),
@@ -50,10 +52,36 @@ def _repeated(source: str) -> list[str]:
         ("def f(xs):\n    for x in xs:\n        if x:\n            pass\n        if x:\n            pass\n", []),
         # a nested function's tests are its own scope's
         ("def f(g):\n    if g:\n        pass\n    def h(g):\n        if g:\n            pass\n", []),
+        # comparisons of one subject with integers; the subject bound once before the first test
+        (
+            "def f(n):\n    ids = range(n)\n    if len(ids) > 1:\n        pass\n    if len(ids) == 1:\n        pass\n",
+            ["len(ids) > 1", "len(ids) == 1"],
+        ),
+        # ... but not when bound inside a block, or changed by a method between the tests
+        (
+            "def f(n):\n    if n:\n        ids = g()\n    if len(ids) > 1:\n        pass\n    if len(ids) == 1:\n        pass\n",
+            [],
+        ),
+        ("def f(ids):\n    if len(ids) > 1:\n        ids.pop()\n    if len(ids) == 1:\n        pass\n", []),
     ],
 )
 def test_repeated_tests(source, expected):
     assert _repeated(source) == expected
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "exclusive"),
+    [
+        (("len(ids) > 1", True), ("len(ids) == 1", True), True),
+        (("len(ids) > 1", True), ("len(ids) >= 1", True), False),
+        (("n < 0", True), ("n > 0", True), True),
+        (("n == 2", False), ("n == 3", False), False),
+        (("n == 2", True), ("m == 3", True), False),  # two subjects
+        (('mode == "a"', True), ('mode == "b"', True), False),  # not integers: not decided here
+    ],
+)
+def test_exclusive(first, second, exclusive):
+    assert conditions.exclusive(first, second) is exclusive
 
 
 def _around(source: str, marked: str) -> list[str]:

@@ -25,7 +25,9 @@ class CudaEnvSetAfterCudaInit(Rule):
     environment afresh). A function the module calls at import (`main()` without a `__main__`
     guard) runs in that call: what its body does after the write does not precede it. Nor do two
     tests of one unchanged value in one call take opposite arms (`if notebook_mode == False:` ...
-    `if notebook_mode:`, each calling the setup).
+    `if notebook_mode:`, each calling the setup), nor do both hold of two comparisons of one unchanged
+    value with integers that exclude each other (`if len(ids) > 1:` ... `if len(ids) == 1:`); a value
+    bound once before the first test, outside any block, is unchanged.
 
     ## Why is this bad?
     The driver enumerates devices once, at `cuInit`. Measured on an H200 with torch 2.11
@@ -107,6 +109,21 @@ class CudaEnvSetAfterCudaInit(Rule):
     triggers = ENV_TRIGGERS
     file_trigger = ENV_WRITE
     VALID = (
+        # `len(device_ids) > 1` and `len(device_ids) == 1` of one unchanged list never both hold
+        """
+import os
+
+import torch
+
+
+def model_device(n_gpu, model):
+    device_ids = list(range(n_gpu))
+    if len(device_ids) > 1:
+        model = torch.nn.DataParallel(model, device_ids=device_ids)
+    if len(device_ids) == 1:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(device_ids[0])
+    return model.to("cuda")
+""",
         # `notebook_mode == False` and `notebook_mode` test one unchanged parameter: one setup runs per call
         """
 import argparse
@@ -236,6 +253,38 @@ def main(gpu):
 """,
     )
     INVALID = (
+        # both tests hold for one GPU: DataParallel has allocated before the write
+        Invalid(
+            """
+import os
+
+import torch
+
+
+def model_device(n_gpu, model):
+    device_ids = list(range(n_gpu))
+    if len(device_ids) > 1:
+        model = torch.nn.DataParallel(model, device_ids=device_ids)
+    if len(device_ids) >= 1:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(device_ids[0])
+    return model.to("cuda")
+""",
+            (12,),
+            fixed="""
+import os
+
+import torch
+
+
+def model_device(n_gpu, model):
+    device_ids = list(range(n_gpu))
+    if len(device_ids) >= 1:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(device_ids[0])
+    if len(device_ids) > 1:
+        model = torch.nn.DataParallel(model, device_ids=device_ids)
+    return model.to("cuda")
+""",
+        ),
         # `is_available()` runs only when `device == ""`: the `cpu` arm may follow it, the `elif device:` arm never
         Invalid(
             """

@@ -46,31 +46,69 @@ def test_key(test: cst.BaseExpression) -> tuple[str, bool] | None:
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         left, (comparison,) = test.left, test.comparisons
         operator = _code(comparison.operator).strip()
-        if dotted_name(left) is None or not _literal(comparison.comparator):
+        subject = _subject(left)
+        if subject is None or not _literal(comparison.comparator):
             return None
         polarity = operator not in _NEGATED
         operator = _NEGATED.get(operator, operator)
         comparator = _code(comparison.comparator).strip()
         if comparator in ("True", "False") and operator in ("==", "is"):  # `flag == False` is `not flag`
-            return dotted_name(left), polarity == (comparator == "True")
-        return f"{dotted_name(left)} {operator} {comparator}", polarity
+            return subject, polarity == (comparator == "True")
+        return f"{subject} {operator} {comparator}", polarity
     if isinstance(test, cst.Call) and dotted_name(test.func) in _PURE_TESTS:
         if all(not arg.star and (dotted_name(arg.value) or _literal(arg.value)) for arg in test.args):
             return _code(test), True
     return None
 
 
+def _subject(left: cst.BaseExpression) -> str | None:
+    """What a comparison tests: a name or attribute (`args.mode`), or the length of one (`len(gpu_ids)`)."""
+    if isinstance(left, cst.Call) and dotted_name(left.func) == "len" and len(left.args) == 1:
+        inner = dotted_name(left.args[0].value)
+        return f"len({inner})" if inner is not None and not left.args[0].star else None
+    return dotted_name(left)
+
+
 def repeated_tests(body: Iterable[cst.CSTNode]) -> list[str]:
-    """The tests (by `test_key`) that the scope makes in more than one `if` and never changes, in order."""
-    finder = _Tests()
+    """The tests (by `test_key`) that the scope makes in more than one `if` and never changes, in order:
+    the same test, or comparisons of one subject with integers (`len(ids) > 1` ... `len(ids) == 1`)."""
+    finder = _Tests(setup=True)
     for statement in body:
         finder.walk(statement)
     counts = Counter(key for key, _ in finder.tests)
+    subjects = Counter(bound[0] for key, _ in finder.tests if (bound := _integer_bound(key)) is not None)
     repeated = []
     for key, places in finder.tests:
-        if counts[key] > 1 and key not in repeated and not any(_changed(place, finder.assigned) for place in places):
+        bound = _integer_bound(key)
+        again = counts[key] > 1 or (bound is not None and subjects[bound[0]] > 1)
+        if again and key not in repeated and not any(_changed(place, finder.assigned) for place in places):
             repeated.append(key)
     return repeated[:MAX_TESTS]
+
+
+_ORDERS = {"==": int.__eq__, ">": int.__gt__, ">=": int.__ge__, "<": int.__lt__, "<=": int.__le__}
+
+
+def _integer_bound(key: str) -> tuple[str, str, int] | None:
+    """`("len(ids)", ">", 1)` of the key `len(ids) > 1`: a subject compared with an integer."""
+    subject, _, rest = key.rpartition(" ")
+    subject, _, operator = subject.rpartition(" ")
+    if operator not in _ORDERS or not rest.lstrip("-").isdigit() or not subject:
+        return None
+    return subject, operator, int(rest)
+
+
+def exclusive(first: tuple[str, bool], second: tuple[str, bool]) -> bool:
+    """Whether two tests (`test_key`s with the value each takes) of one unchanged subject cannot both
+    hold: `len(ids) > 1` true and `len(ids) == 1` true. Integer comparisons only; the candidates
+    around each bound decide it, since the truth of both changes only there."""
+    a, b = _integer_bound(first[0]), _integer_bound(second[0])
+    if a is None or b is None or a[0] != b[0]:
+        return False
+    candidates = {n + step for n in (a[2], b[2]) for step in (-1, 0, 1)} | {min(a[2], b[2]) - 2, max(a[2], b[2]) + 2}
+    return not any(
+        _ORDERS[a[1]](value, a[2]) == first[1] and _ORDERS[b[1]](value, b[2]) == second[1] for value in candidates
+    )
 
 
 def tests_around(body: Iterable[cst.CSTNode], nodes: Collection[cst.CSTNode]) -> list[str]:
@@ -117,11 +155,43 @@ def _code(node: cst.CSTNode) -> str:
 
 class _Tests(Walker):
     """The keyed `if` tests of one scope (nested functions and classes are scopes of their own), with
-    the places each reads, and every place the scope binds anew."""
+    the places each reads, and every place the scope binds anew. With `setup`, a binding made once before
+    the first test (a statement of the body itself, in no loop or other block) changes nothing it tests:
+    `device_ids = prepare(n)` before `if len(device_ids) > 1:` ... `if len(device_ids) == 1:`."""
 
-    def __init__(self) -> None:
+    def __init__(self, setup: bool = False) -> None:
         self.tests: list[tuple[str, frozenset[str]]] = []
         self.assigned: set[str] = set()
+        self._setup = setup
+        self._nesting = 0  # compound statements around the walk
+
+    def visit_For(self, node: cst.For) -> None:
+        self._nesting += 1
+        self._bind(node.target)
+
+    def leave_For(self, node: cst.For) -> None:
+        self._nesting -= 1
+
+    def visit_While(self, node: cst.While) -> None:
+        self._nesting += 1
+
+    def leave_While(self, node: cst.While) -> None:
+        self._nesting -= 1
+
+    def visit_With(self, node: cst.With) -> None:
+        self._nesting += 1
+
+    def leave_With(self, node: cst.With) -> None:
+        self._nesting -= 1
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self._nesting += 1
+
+    def leave_Try(self, node: cst.Try) -> None:
+        self._nesting -= 1
+
+    def leave_If(self, node: cst.If) -> None:
+        self._nesting -= 1
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self.assigned.add(node.name.value)
@@ -135,6 +205,7 @@ class _Tests(Walker):
         return False
 
     def visit_If(self, node: cst.If) -> None:
+        self._nesting += 1
         key = test_key(node.test)
         if key is not None:
             self.tests.append((key[0], frozenset(_Places.of(node.test))))
@@ -149,9 +220,6 @@ class _Tests(Walker):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._bind(node.target)
 
-    def visit_For(self, node: cst.For) -> None:
-        self._bind(node.target)
-
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self._bind(node.target)
 
@@ -161,6 +229,11 @@ class _Tests(Walker):
     def visit_Del(self, node: cst.Del) -> None:
         self._bind(node.target)
 
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and (place := dotted_name(func.value)) is not None:
+            self.assigned.add(f"len({place})")  # `ids.append(i)` changes `len(ids)`, and only that
+
     def visit_Global(self, node: cst.Global) -> None:
         self.assigned.update(item.name.value for item in node.names)
 
@@ -168,6 +241,8 @@ class _Tests(Walker):
         self.assigned.update(item.name.value for item in node.names)
 
     def _bind(self, target: cst.BaseExpression) -> None:
+        if self._setup and not self.tests and not self._nesting:
+            return  # run once, before any test reads it
         if isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self._bind(element.value)
@@ -201,6 +276,10 @@ class _Places(Walker):
     def visit_Name(self, node: cst.Name) -> None:
         if node.value not in ("True", "False", "None"):
             self.found.add(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if (subject := _subject(node)) is not None:
+            self.found.add(subject)  # `len(ids)`, which `ids.append(i)` changes
 
 
 class _Around(_Tests):
@@ -290,4 +369,3 @@ class _IndexTests(Walker):
     def _test(self, test: cst.BaseExpression) -> None:
         if not self.found and isinstance(test, cst.Comparison):
             self.found = spaceless(test) in self.tests
-

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpumem_lint.knowledge.lockin import CUDA_INIT, lockin_table
-from gpumem_lint.semantic.conditions import repeated_tests, test_key
+from gpumem_lint.semantic.conditions import exclusive, repeated_tests, test_key
 from gpumem_lint.semantic.env_writes import env_writes, module_string_constants
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.walk import Walker
@@ -763,6 +763,10 @@ def _compatible(earlier: Step, later: Step) -> bool:
                 return False
             if arm.test is not None and tests.get((arm.frame, arm.test[0]), arm.test[1]) != arm.test[1]:
                 return False
+            if arm.test is not None and any(
+                frame == arm.frame and exclusive(arm.test, (key, value)) for (frame, key), value in tests.items()
+            ):
+                return False  # `if len(ids) > 1:` ... `if len(ids) == 1:` in one call
         elif taken != arm.arm:
             return False
     return True
