@@ -456,7 +456,7 @@ def padded(size):
 
 
 def make_loader(data, batch_size=1, **kwargs):
-    return DataLoader(data, batch_size=batch_size, **kwargs)
+    return DataLoader(data, batch_size=batch_size, multiprocessing_context="spawn", **kwargs)
 
 
 def main(data):

@@ -27,7 +27,9 @@ class CudaEnvSetAfterCudaInit(Rule):
     tests of one unchanged value in one call take opposite arms (`if notebook_mode == False:` ...
     `if notebook_mode:`, each calling the setup), nor do both hold of two comparisons of one unchanged
     value with integers that exclude each other (`if len(ids) > 1:` ... `if len(ids) == 1:`); a value
-    bound once before the first test, outside any block, is unchanged.
+    bound once before the first test, outside any block, is unchanged. Importing a package that
+    initialises CUDA as it is imported (catalyst, bitsandbytes, deepspeed, `xformers.ops`, `mmcv.ops`:
+    read from their source, the lock-in table's `package_cuda_import`) initialises the driver.
 
     ## Why is this bad?
     The driver enumerates devices once, at `cuInit`. Measured on an H200 with torch 2.11
@@ -109,6 +111,16 @@ class CudaEnvSetAfterCudaInit(Rule):
     triggers = ENV_TRIGGERS
     file_trigger = ENV_WRITE
     VALID = (
+        # `import xformers` runs nothing on CUDA; only `xformers.ops` asks for the device at import
+        """
+import os
+
+import torch
+import xformers
+
+os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+print(torch.cuda.device_count(), xformers.__version__)
+""",
         # `len(device_ids) > 1` and `len(device_ids) == 1` of one unchanged list never both hold
         """
 import os
@@ -253,6 +265,32 @@ def main(gpu):
 """,
     )
     INVALID = (
+        # catalyst asks `torch.cuda.is_available()` as it is imported (its settings module)
+        Invalid(
+            """
+import os
+
+import torch
+from catalyst.data.sampler import DistributedSamplerWrapper
+
+
+def main(sampler):
+    os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+    return torch.cuda.device_count(), DistributedSamplerWrapper(sampler)
+""",
+            (9,),
+            fixed="""
+import os
+
+import torch
+os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+from catalyst.data.sampler import DistributedSamplerWrapper
+
+
+def main(sampler):
+    return torch.cuda.device_count(), DistributedSamplerWrapper(sampler)
+""",
+        ),
         # both tests hold for one GPU: DataParallel has allocated before the write
         Invalid(
             """

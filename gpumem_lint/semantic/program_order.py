@@ -819,12 +819,12 @@ def imports_torch(names: Iterable[str]) -> bool:
 
 
 def module_event(names: Iterable[str]) -> str | None:
-    """The event importing these absolute modules causes: an event whose `modules` in the lock-in table
-    are submodules (`torch._inductor` for `compiler_config_import`) matches them and what is under them;
-    `import_torch` matches any module of the packages it lists."""
+    """The event importing these absolute modules causes: an event's `modules` in the lock-in table
+    (`torch._inductor` for `compiler_config_import`, `catalyst` for `package_cuda_import`) match them and
+    what is under them; `import_torch` matches any module of the packages it lists, after the others."""
     names = list(names)
     for event in lockin_table().events.values():
-        submodules = [module for module in event.modules if "." in module]
+        submodules = [module for module in event.modules if "." in module or event.id != "import_torch"]
         if any(name == module or name.startswith(module + ".") for name in names for module in submodules):
             return event.id
     return "import_torch" if imports_torch(names) else None
