@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpumem_lint.semantic.imports import dotted_name
+from gpumem_lint.semantic.pickling import enclosing_functions
 from gpumem_lint.semantic.walk import Walker
 
 #: How many functions up the search follows a `**kwargs` parameter to the calls that fill it.
@@ -87,13 +88,13 @@ def _stored_key(target: cst.BaseExpression, names: set[str]) -> str | None:
 
 
 class GivenKeywords:
-    """The module's calls, by the name they call and by the function around them, walked once."""
+    """The module's calls, by the name they call and by the function around them."""
 
     def __init__(self, module: cst.Module) -> None:
-        walker = _Calls()
+        walker = _Callers()
         walker.walk(module)
         self.module = module
-        self.enclosing = walker.enclosing
+        self.enclosing = enclosing_functions(module)
         self.callers = walker.callers
 
     def of(self, call: cst.Call, depth: int = _DEPTH) -> list[Given]:
@@ -111,22 +112,12 @@ class GivenKeywords:
         return given
 
 
-class _Calls(Walker):
+class _Callers(Walker):
     def __init__(self) -> None:
-        self.stack: list[cst.FunctionDef] = []
-        self.enclosing: dict[int, cst.FunctionDef] = {}
         #: `f` -> the calls `f(...)` and `self.f(...)`: what may run a function or method named `f`.
         self.callers: dict[str, list[cst.Call]] = {}
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.stack.append(node)
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.stack.pop()
-
     def visit_Call(self, node: cst.Call) -> None:
-        if self.stack:
-            self.enclosing[id(node)] = self.stack[-1]
         func = node.func
         if isinstance(func, cst.Name):
             self.callers.setdefault(func.value, []).append(node)
