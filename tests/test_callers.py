@@ -58,8 +58,10 @@ def _gml304(source: Path) -> list[int]:
 def test_a_new_group_in_a_caller_reads_the_variable_again(tmp_path: Path):
     source = _project(
         tmp_path,
-        {"run.py": "import torch.distributed as dist\nfrom pkg.setup_dist import init\n\n"
-         "def main():\n    init()\n    dist.new_group([0, 1])\n"},
+        {
+            "run.py": "import torch.distributed as dist\nfrom pkg.setup_dist import init\n\n"
+            "def main():\n    init()\n    dist.new_group([0, 1])\n"
+        },
     )
     assert _gml304(source) == []
 
@@ -80,10 +82,11 @@ def test_importers_up_to_the_script_that_imports_the_package(tmp_path: Path):
             "pkg/user.py": "from .setup_dist import init\n",  # relative, in the package
             "mention.py": "# setup_dist\nimport os\n",  # names it, imports something else
             "other.py": "from other.setup_dist import init\n",  # another module of that name
+            "wrapped.py": "from pkg import (\n    os_tools,\n    setup_dist,\n)\n",  # names on later lines
         },
     )
     found = [importer.path.name for importer in importers_of(source)]
-    assert sorted(found) == ["engine.py", "script.py", "tool.py", "user.py"]
+    assert sorted(found) == ["engine.py", "script.py", "tool.py", "user.py", "wrapped.py"]
     assert all(isinstance(importer.statement, (cst.Import, cst.ImportFrom)) for importer in importers_of(source))
 
 

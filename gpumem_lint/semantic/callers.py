@@ -157,10 +157,8 @@ def importers_of(source: Path, depth: int = IMPORT_DEPTH) -> Iterator[Importer]:
 
 def _direct_importers(source: Path, root: Path) -> Iterator[Importer]:
     name = source.parent.name if source.name == "__init__.py" else source.stem
-    mentions = re.compile(rf"(?:import|from)\b[^\n]*\b{re.escape(name)}\b")  # a text filter first
     for path in _python_files(root):
-        text = read_text(path) if path != source else None
-        if text is None or not mentions.search(text):
+        if path == source or name not in _import_line_words(path):  # a text filter first
             continue
         if any(source in resolve_import(statement, path, root) for statement in _import_statements(path)):
             yield Importer(path, source)
@@ -262,6 +260,19 @@ def read_text(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+
+
+# The words after `import` or `from` to the end of the line, or of the parenthesised names it opens
+# (`from pkg import (\n a,\n b,\n)`): a module's stem among them is a possible import of it. One scan of
+# each file, however many modules ask.
+_IMPORT_LINE_TAIL = re.compile(r"(?:import|from)\b([^\n(]*(?:\([^)]*\))?[^\n]*)")
+_WORD = re.compile(r"\w+")
+
+
+@lru_cache(maxsize=4096)
+def _import_line_words(path: Path) -> frozenset[str]:
+    text = read_text(path) or ""
+    return frozenset(word for tail in _IMPORT_LINE_TAIL.findall(text) for word in _WORD.findall(tail))
 
 
 @lru_cache(maxsize=4096)
