@@ -98,14 +98,15 @@ def _subclasses(source: Path, cls: str) -> Iterator[tuple[Path, str]]:
 
 
 def _mentioning(source: Path, name: str, root: Path) -> Iterator[tuple[Path, cst.Module, ProgramOrder]]:
-    """The project's other modules whose text names `name` and `source`'s module or package (a text filter)."""
+    """The project's other modules whose text names `name` and whose imports name `source`'s module or
+    package (a text filter: a call resolves to `source` only through an import)."""
     stem = source.parent.name if source.name == "__init__.py" else source.stem
     package = source.parent.name  # `from pkg import f`, re-exported by pkg/__init__.py
     for path in _python_files(root):
         if path == source:
             continue
         text = read_text(path)
-        if text is None or name not in text or (stem not in text and package not in text):
+        if text is None or name not in text or _import_line_words(path).isdisjoint((stem, package)):
             continue
         parsed = parsed_module(path)
         if parsed is not None:
