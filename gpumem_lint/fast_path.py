@@ -771,6 +771,7 @@ class _Reducer:
             }
             self._keep_method_callers()
             names |= self._keep_object_bindings() - followed
+            self._keep_local_object_users()
             self._keep_attribute_callers()
             if self.body_kept and depth == 0:  # functions defined under a module-level `if` or `try`
                 for unit in self.units:
@@ -846,6 +847,29 @@ class _Reducer:
                     bound.update(target.id for target in node.targets if isinstance(target, ast.Name))
                     unit.kept = True
         return bound
+
+    def _keep_local_object_users(self) -> None:
+        """Functions and methods that bind a local name to an object of a class whose `__call__` or `forward`
+        is kept (`net = Model()`, then `net(x)` runs `Model.forward`): what they pass is what the method starts
+        from, and its write to their tensor, or to the result they hold from an earlier call, is one in theirs."""
+        classes = self._called_classes()
+        if not classes:
+            return
+        mentions = sorted({line for line, _ in self.index.words(classes)})
+        for unit in self.units:
+            users = [
+                scope
+                for scope in unit.members or [unit]
+                if scope.is_function
+                and not scope.kept
+                and _any_between(mentions, scope.start, scope.end)
+                and any(_binds_object(node, classes) for node in _walk_near(scope.node, mentions))
+            ]
+            for scope in users:
+                scope.kept = True
+            if users and unit.members:
+                self._keep_class_facts(unit)
+            self._settle(unit)
 
     def _keep_whole_body(self) -> None:
         """The module's statements are one flow: all of them, and the class-level ones, or none."""

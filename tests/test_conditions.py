@@ -142,3 +142,24 @@ def test_last_pass_tests(loop: str, test: str, last: bool | None):
 def test_a_loop_that_tests_no_index_gets_no_last_pass():
     statement = cst.parse_statement("for i in range(n):\n    x = layer(x)\n    if training:\n        x = drop(x)\n")
     assert conditions.last_pass_tests(statement) == {}
+
+
+@pytest.mark.parametrize(
+    ("loop", "test", "invariant"),
+    [
+        ("for x in xs:\n    step(x)\n", "n_gpus", True),
+        ("for x in xs:\n    step(x)\n", "not args.keep_cache", True),
+        ("for x in xs:\n    step(x)\n", 'mode == "train"', True),
+        ("for x in xs:\n    step(x)\n", "x", False),  # the loop's target
+        ("for i, x in enumerate(xs):\n    step(x)\n", "i == 0", False),
+        ("for x in xs:\n    oom = step(x)\n", "oom", False),  # bound by a pass
+        ("for x in xs:\n    args.fast = step(x)\n", "args.fast", False),  # an attribute a pass sets
+        ("for x in xs:\n    cfg = step(x)\n", "cfg.fast", False),  # the object it is an attribute of
+        ("while running:\n    running = step()\n", "running", False),
+        ("for x in xs:\n    step(x)\n", "step % 100 == 0", False),  # a computed subject: not keyed
+        ("for x in xs:\n    step(x)\n", "torch.cuda.is_available()", False),  # a call may answer differently
+    ],
+)
+def test_loop_invariants(loop: str, test: str, invariant: bool):
+    node = cst.parse_module(loop).body[0]
+    assert conditions.LoopInvariants(node).holds(cst.parse_expression(test)) is invariant

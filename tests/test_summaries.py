@@ -31,13 +31,16 @@ def _facts(source: str) -> dict[str, object]:
         ("def f(t):\n    return t.detach().cpu().numpy()\n", Returns(AliasKind.OWN, host=True)),
         ("def f(path):\n    return torch.load(path, map_location='cpu')\n", Returns(AliasKind.OWN, host=True)),
         ("def f(t, keep):\n    if keep:\n        return t\n    return t.cpu()\n", None),
-        # Not summarised: returns that disagree, a plain tensor, the argument itself, a generator.
+        # The argument itself, written or not: the caller's result is the tensor it passed.
+        ("def f(x):\n    return x\n", Returns(AliasKind.OWN, "x", 0)),
+        ("def f(n, x):\n    x[2:5] += 1\n    return x\n", Returns(AliasKind.OWN, "x", 1)),
+        # Not summarised: returns that disagree, a plain tensor, a generator.
+        ("def f(x, copy):\n    if copy:\n        return x.clone()\n    return x\n", None),
         (
             "def f(n, shared):\n    if shared:\n        return torch.zeros(1).expand(n)\n    return torch.zeros(n)\n",
             None,
         ),
         ("def f(n):\n    return torch.zeros(n)\n", None),
-        ("def f(x):\n    return x\n", None),
         ("def f(x):\n    yield x\n    return x.chunk(2)\n", None),
         ("def f(xs):\n    return [x.expand(2) for x in xs]\n", None),
     ],

@@ -14,7 +14,7 @@ from gpumem_lint.semantic.flow import ScopeFacts
 from gpumem_lint.semantic.literals import announces_inplace, called_name
 from gpumem_lint.semantic.model import called_key
 from gpumem_lint.semantic.scopes import Scope
-from gpumem_lint.semantic.values import AliasKind, Write
+from gpumem_lint.semantic.values import Write
 from gpumem_lint.semantic.write_triggers import WRITES
 
 
@@ -35,10 +35,15 @@ class InplaceWriteOnArgument(Rule):
     applies an in-place layer to its input (`return self.act(x)`), returns the tensor it wrote
     (`hidden += residual; return norm(hidden), hidden`, a fused add-norm) or returns nothing (a
     rotary embedding rotating `query` in place). It is reported only where it reads its input again
-    through another name, or where a caller in the module reads the tensor again after the call.
+    through another name, or where a caller in the module reads the tensor again after the call, or the
+    result it holds of an earlier call (`first = net(x)`, then `second = net(x)` shifts `first` too: a
+    forward that returns its input hands the caller its `x`); reading the call's own result is not. A
+    write such as `x[2:5] += 1` to a parameter of unseen type counts where such a caller passes a tensor.
     An argument the caller made with numpy (`np.array(...)`, `a.astype(t)`, or a function of the
     module whose every `return` gives such an array) is an array of its own, no tensor's memory,
-    and its caller is not counted; one that is a tensor's memory (`t.numpy()`) is.
+    and its caller is not counted; one that is a tensor's memory (`t.numpy()`) is. Under a test that shows a
+    container (`isinstance(batch, dict)`, `type(batch) == dict`, `type(batch) in (list, tuple)`), a store
+    into the parameter replaces one of its items: no tensor is written.
 
     ## Why is this bad?
     The caller still holds the tensor. A residual connection (`block(x) + x`), a logged
@@ -650,8 +655,77 @@ class Halo(nn.Module):
         cache[:, 1] = 0
         return cache + x
 """,
+        # `type(batch) == dict` and `type(batch) in (list, tuple)` show a container: its items are replaced
+        """
+import torch
+
+
+def to_device(batch, device):
+    if type(batch) == torch.Tensor:
+        return batch.to(device)
+    if type(batch) == dict:
+        for key in batch.keys():
+            batch[key] = to_device(batch[key], device)
+    elif type(batch) in (list, tuple):
+        for i in range(len(batch)):
+            batch[i] = to_device(batch[i], device)
+    return batch
+""",
+        # the forward returns the input it shifted: the caller reads that result, which is the new values
+        """
+import torch
+from torch import nn
+
+class Shift(nn.Module):
+    def forward(self, x):
+        x[2:5, ...] += 1
+        return x
+
+def run():
+    net = Shift()
+    x = torch.zeros(8, 5)
+    shifted = net(x)
+    print(shifted.sum())
+""",
     )
     INVALID = (
+        # the second call shifts `x` again, and with it `first`, the first call's result
+        Invalid(
+            """
+import torch
+from torch import nn
+
+class Shift(nn.Module):
+    def forward(self, x):
+        x[2:5, ...] += 1
+        return x
+
+def run():
+    net = Shift()
+    x = torch.zeros(8, 5)
+    first = net(x)
+    second = net(x)
+    print(first.sum(), second.sum())
+""",
+            (7,),
+            fixed="""
+import torch
+from torch import nn
+
+class Shift(nn.Module):
+    def forward(self, x):
+        x = x.clone()
+        x[2:5, ...] += 1
+        return x
+
+def run():
+    net = Shift()
+    x = torch.zeros(8, 5)
+    first = net(x)
+    second = net(x)
+    print(first.sum(), second.sum())
+""",
+        ),
         Invalid(
             # the Sequential's first layer is `ReLU(inplace=True)`: calling it rectifies `x`, which the residual reads
             """
@@ -1276,8 +1350,11 @@ class Perceptual(nn.Module):
             scope = facts.scope
             if not _checked(scope):
                 continue
-            for write in facts.argument_writes():
+            evident = facts.argument_writes()
+            for write in facts.argument_writes(evidence_needed=False):
                 name = write.storage.label
+                if write not in evident and (called_key(scope), name) not in confirmed:
+                    continue  # `x[2:5] += 1` writes in place if `x` is a tensor: a caller that passes one says so
                 if heuristics().output_parameter.search(name) or facts.is_output_buffer(write) or _numpy_only(write):
                     continue
                 if scope.name == "forward" and scope.is_method:

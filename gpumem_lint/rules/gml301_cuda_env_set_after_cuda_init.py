@@ -29,7 +29,9 @@ class CudaEnvSetAfterCudaInit(Rule):
     value with integers that exclude each other (`if len(ids) > 1:` ... `if len(ids) == 1:`); a value
     bound once before the first test, outside any block, is unchanged. Importing a package that
     initialises CUDA as it is imported (catalyst, bitsandbytes, deepspeed, `xformers.ops`, `mmcv.ops`:
-    read from their source, the lock-in table's `package_cuda_import`) initialises the driver.
+    read from their source, the lock-in table's `package_cuda_import`) initialises the driver. A parameter's
+    default is evaluated as its `def` runs: in a class body or at module level, at import
+    (`device="cuda" if torch.cuda.is_available() else "cpu"`); inside a function, when it is called.
 
     ## Why is this bad?
     The driver enumerates devices once, at `cuInit`. Measured on an H200 with torch 2.11
@@ -263,8 +265,47 @@ def main(gpu):
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
     return reference_energy(torch.ones(3, device="cuda"))
 """,
+        # a `def` inside a function takes its defaults when that function runs: after the write
+        """
+import os
+
+import torch
+
+
+def make_runner():
+    def run(x, device="cuda" if torch.cuda.is_available() else "cpu"):
+        return x.to(device)
+
+    return run
+
+
+os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+runner = make_runner()
+""",
     )
     INVALID = (
+        # a method's default is evaluated as its class body runs, at import: the query initialises the driver
+        Invalid(
+            """
+import os
+
+import torch
+
+
+class Augmenter:
+    def __init__(self, transform, device="cuda" if torch.cuda.is_available() else "cpu"):
+        self.transform = transform
+        self.device = device
+
+
+def set_visible_devices(*ids):
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, ids))
+
+
+set_visible_devices(0)
+""",
+            (14,),
+        ),
         # catalyst asks `torch.cuda.is_available()` as it is imported (its settings module)
         Invalid(
             """

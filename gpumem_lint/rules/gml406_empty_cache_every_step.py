@@ -1,6 +1,7 @@
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import libcst as cst
 
@@ -10,6 +11,7 @@ from gpumem_lint.knowledge import knowledge
 from gpumem_lint.knowledge.memory_api import memory_api
 from gpumem_lint.rules._test_files import is_test_file
 from gpumem_lint.rules.base import Invalid, Report, Rule
+from gpumem_lint.semantic.conditions import LoopInvariants
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.walk import Walker
 
@@ -22,9 +24,11 @@ class EmptyCacheEveryStep(Rule):
     directly or through a function of the module, or a method of the same class (`self.training_step(batch)`),
     that the loop calls unconditionally and that calls it unconditionally.
     Calls under an `if` (every N steps, on OOM), in an outer per-epoch loop, or in test modules are
-    not reported, nor a loop each pass of which builds what it then calls (`model = Net(width)`, then
-    `model(x)`: a search for the largest batch, a benchmark of sizes), whose passes are trials of
-    their own rather than steps of one training; a `torch.nn` module without parameters
+    not reported, unless the `if` tests a value the loop never changes (`if n_gpus:`, `if not
+    args.keep_cache:`: every pass takes the same arm, so the call runs on every step or on none); nor
+    a loop each pass of which builds what it then calls (`model = Net(width)`, then `model(x)`: a
+    search for the largest batch, a benchmark of sizes), whose passes are trials of their own rather
+    than steps of one training; a `torch.nn` module without parameters
     (`criterion = nn.CrossEntropyLoss()`) is not a model.
 
     ## Why is this bad?
@@ -76,6 +80,25 @@ class EmptyCacheEveryStep(Rule):
     # running a training step are kept for their loops.
     scope_triggers = (re.compile(r"empty_cache"), re.compile(r"\.(?:backward|step)\s*\("))
     VALID = (
+        # `oom` is set by the pass itself: the cache is emptied only after a step that ran out of memory
+        """
+import torch
+
+
+def epoch_training(loader, model, criterion, optimizer):
+    oom = False
+    for images, target in loader:
+        if oom:
+            torch.cuda.empty_cache()
+        optimizer.zero_grad()
+        try:
+            loss = criterion(model(images), target)
+            loss.backward()
+            optimizer.step()
+            oom = False
+        except torch.cuda.OutOfMemoryError:
+            oom = True
+""",
         # each pass builds and runs a model of its own, at another batch size: trials, not training steps
         """
 import torch
@@ -139,6 +162,23 @@ class Trainer:
 """,
     )
     INVALID = (
+        # `n_gpus` is a setting the loop never changes: the test passes on every step or on none
+        Invalid(
+            """
+import torch
+
+
+def epoch_training(loader, model, criterion, optimizer, n_gpus):
+    for images, target in loader:
+        if n_gpus:
+            torch.cuda.empty_cache()
+        optimizer.zero_grad()
+        loss = criterion(model(images), target)
+        loss.backward()
+        optimizer.step()
+""",
+            (8,),
+        ),
         # a loss module made each pass is a function of its inputs: the model is the same every step
         Invalid(
             """
@@ -293,19 +333,29 @@ def _callee(call: cst.Call, class_name: str) -> _Key | None:
     func = call.func
     if isinstance(func, cst.Name):
         return ("", func.value)
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" and class_name:
+    if (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == "self"
+        and class_name
+    ):
         return (class_name, func.attr.value)
     return None
 
 
 @dataclass
 class _Loop:
+    node: cst.For | cst.While
     step: cst.Call | None = None  # a backward()/optimizer step directly in this loop
     conditional: int = 0  # depth of if/except inside this loop
     #: unconditional empty_cache() calls, each with the helper call that reaches it (None: in the loop)
     calls: list[tuple[cst.Call, cst.Call | None]] = field(default_factory=list)
     made: set[str] = field(default_factory=set)  # names a pass binds to what a call makes (`model = Net(cfg)`)
     trials: bool = False  # a pass calls what it made: each pass builds and runs its own model
+
+    @cached_property
+    def invariants(self) -> LoopInvariants:
+        return LoopInvariants(self.node)
 
 
 class _LoopFinder(Walker):
@@ -316,9 +366,10 @@ class _LoopFinder(Walker):
         self.loops: list[_Loop | None] = [None]
         self.classes: list[str] = []
         self.found: list[tuple[cst.Call, cst.Call, cst.Call | None]] = []
+        self.invariant_ifs: list[bool] = []
 
     def _enter_loop(self, node) -> None:
-        self.loops.append(_Loop())
+        self.loops.append(_Loop(node))
 
     def _leave_loop(self, node) -> None:
         loop = self.loops.pop()
@@ -353,8 +404,20 @@ class _LoopFinder(Walker):
         if self.loops[-1] is not None:
             self.loops[-1].conditional -= 1
 
-    visit_If = visit_IfExp = visit_ExceptHandler = visit_BooleanOperation = _enter_condition
-    leave_If = leave_IfExp = leave_ExceptHandler = leave_BooleanOperation = _leave_condition
+    visit_IfExp = visit_ExceptHandler = visit_BooleanOperation = _enter_condition
+    leave_IfExp = leave_ExceptHandler = leave_BooleanOperation = _leave_condition
+
+    def visit_If(self, node: cst.If) -> None:
+        # `if n_gpus:` of a value the loop never changes: taken on every pass or on none
+        loop = self.loops[-1]
+        invariant = loop is not None and loop.invariants.holds(node.test)
+        self.invariant_ifs.append(invariant)
+        if not invariant:
+            self._enter_condition(node)
+
+    def leave_If(self, node: cst.If) -> None:
+        if not self.invariant_ifs.pop():
+            self._leave_condition(node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         loop = self.loops[-1]

@@ -79,6 +79,10 @@ class CallSemantics:
         method = self._called_method(name, callee)
         if method is not None:
             self._call_object(method, node, args, state)
+            summary = self.returns.get(tuple(method.split(".", 1)))
+            returned = summary.argument(node, args, skip=1) if summary is not None and summary.is_argument else None
+            if returned is not None:
+                return returned  # `a = net(x)` of a forward that returns `x`: `a` is the caller's `x`
         self._note_release_call(node, qualified, state)
         if not attribute and name is not None and announces_inplace(name):
             self._rebuilt_modules(node, args, state)
@@ -164,7 +168,7 @@ class CallSemantics:
             return self._summarised_result(self.returns[None, name], node, args, state, skip=0)
         made = self._fresh(node, "", EMPTY)
         classes = self.scope.classes
-        if type(func) is cst.Name and classes is not None and classes.called_method(func.value) == "__call__":
+        if type(func) is cst.Name and classes is not None and classes.called_method(func.value) is not None:
             made.instance = func.value  # `norm = Normalize(mean, std)`: `norm(x)` runs `Normalize.__call__`
         return Value(frozenset({made}))
 
@@ -278,6 +282,8 @@ class CallSemantics:
             argument = summary.argument(node, args, skip)
             if argument is None:
                 return self._fresh_value(node)
+            if summary.is_argument:
+                return argument
             return self._alias(argument, node, summary.kind, tensor=True)
         result = self._fresh_value(node, tensor=True)
         if summary.kind is AliasKind.OWN:  # `nn.Parameter(...)` made inside

@@ -125,6 +125,19 @@ def tests_around(body: Iterable[cst.CSTNode], nodes: Collection[cst.CSTNode]) ->
     return around[:MAX_TESTS]
 
 
+class LoopInvariants:
+    """The tests every pass of a loop answers alike: a keyed test (`test_key`) of places that nothing in the
+    loop, its target included, assigns, deletes or loops over (`if n_gpus:`, `if not args.keep_cache:`)."""
+
+    def __init__(self, loop: cst.For | cst.While) -> None:
+        finder = _Tests()
+        finder.walk(loop)
+        self._assigned = finder.assigned
+
+    def holds(self, test: cst.BaseExpression) -> bool:
+        return test_key(test) is not None and not any(_changed(place, self._assigned) for place in _Places.of(test))
+
+
 def feasible_pairs(
     runs: dict[str, tuple[set[tuple[int, int]], set[tuple[int, int]]]],
 ) -> Callable[[tuple[int, int]], bool]:

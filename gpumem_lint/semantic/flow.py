@@ -214,7 +214,7 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._returned: set[Storage] = set()
         self._handed_back: set[int] = set()
         self._dropped: set[int] = set()
-        self._rebinding: dict[int, str] = {}  # id of a call -> the name its statement rebinds: `g = f(g)`
+        self._rebinding: dict[int, str] = {}  # id of a call -> the name bound to its result: `g = f(g)`
         self._return_values: list[Value] = []
         #: Per `return`: the ops that kept what it gives as their output.
         self._returned_outputs: list[frozenset[str]] = []
@@ -395,9 +395,10 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         self._kept.clear()
         self._note_statement(node)
         if isinstance(node, cst.Assign):
-            rebound = _rebound_argument(node)
-            if rebound is not None:
-                self._rebinding[id(node.value)] = rebound
+            bound = _result_name(node)
+            if bound is not None:
+                name, calls = bound
+                self._rebinding.update((id(call), name) for call in calls)
             value = self._eval(node.value, state)
             for target in node.targets:
                 self._bind(target.target, value, node.value, state)
@@ -1772,14 +1773,20 @@ def _sibling_attribute(written: str, prefix: str, place: str) -> bool:
     return not (written == place or written.startswith(place + ".") or place.startswith(written + "."))
 
 
-def _rebound_argument(node: cst.Assign) -> str | None:
-    """`g = step(g)`: the name a call's statement rebinds to its result, the call being given it. A
-    read of that name afterwards reads the result, never what the call wrote through it."""
-    if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Name or type(node.value) is not cst.Call:
+def _result_name(node: cst.Assign) -> tuple[str, list[cst.Call]] | None:
+    """`g = step(g)`, `a = net(x)`, `s = mask(s, m) if m is not None else s * k`: the name a statement binds to
+    the result of its calls. A read of that name afterwards reads the result, never what the call wrote
+    (through `g`, or into `x` when `net` returns `x`)."""
+    if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Name:
         return None
-    name = node.targets[0].target.value
-    given = any(type(arg.value) is cst.Name and arg.value.value == name for arg in node.value.args)
-    return name if given else None
+    calls, pending = [], [node.value]
+    while pending:
+        value = pending.pop()
+        if type(value) is cst.Call:
+            calls.append(value)
+        elif type(value) is cst.IfExp:
+            pending += [value.body, value.orelse]
+    return (node.targets[0].target.value, calls) if calls else None
 
 
 def _holds_tensors_listed(source: cst.CSTNode, value: Value) -> bool:
@@ -1805,20 +1812,41 @@ def _iterated_mapping(iterable: cst.BaseExpression) -> list[str]:
 
 
 def _container_checks(test: cst.BaseExpression) -> list[str]:
-    """The places `isinstance(x, dict)` or `isinstance(x, (list, tuple))` (alone or joined by `and`)
-    shows to hold a container."""
+    """The places `isinstance(x, dict)`, `isinstance(x, (list, tuple))`, `type(x) == dict`, `type(x) is list`
+    or `type(x) in (list, tuple)` (alone or joined by `and`) shows to hold a container."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _container_checks(test.left) + _container_checks(test.right)
-    if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance"):
+    tested = _isinstance_test(test) or _type_test(test)
+    if tested is None:
         return []
-    if len(test.args) != 2:
-        return []
-    place, types = dotted_name(test.args[0].value), test.args[1].value
-    names = [element.value for element in types.elements] if isinstance(types, cst.Tuple) else [types]
+    place, types = tested
+    names = [element.value for element in types.elements] if isinstance(types, (cst.Tuple, cst.List)) else [types]
     kinds = [dotted_name(name) for name in names]
     if place is None or not kinds or not all(k is not None and k.rsplit(".", 1)[-1] in _CONTAINER_TYPES for k in kinds):
         return []
     return [place]
+
+
+def _isinstance_test(test: cst.BaseExpression) -> tuple[str | None, cst.BaseExpression] | None:
+    if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance"):
+        return None
+    if len(test.args) != 2:
+        return None
+    return dotted_name(test.args[0].value), test.args[1].value
+
+
+def _type_test(test: cst.BaseExpression) -> tuple[str | None, cst.BaseExpression] | None:
+    """`type(x) == dict`, `type(x) is dict`: the exact class; `type(x) in (list, tuple)`: one of them."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    call, target = test.left, test.comparisons[0]
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "type"):
+        return None
+    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    one = isinstance(target.operator, (cst.Equal, cst.Is))
+    several = isinstance(target.operator, cst.In) and isinstance(target.comparator, (cst.Tuple, cst.List))
+    return (dotted_name(call.args[0].value), target.comparator) if one or several else None
 
 
 def _none_check(test: cst.BaseExpression) -> tuple[str, bool] | None:

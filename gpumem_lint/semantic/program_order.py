@@ -29,7 +29,8 @@ Each call is classified with the lock-in table (`knowledge/lockin.toml`): the ev
 (`"cuda_driver_init"`, `"torch_cuda_init"`, `"context_creation"`, `"device_activation"`, `"first_allocation"`,
 `"process_group_init"`, `"first_collective"`, `"import_torch"`, `"compiler_config_import"`), with everything
 they imply, plus `"process_launch"` for calls that start processes (subprocess, multiprocessing, spawn).
-A decorator written without a call (`@torch.compile`) is the call it makes; an import is the event
+A decorator written without a call (`@torch.compile`) is the call it makes; a parameter's default is
+evaluated where its `def` runs (a class body runs at import); an import is the event
 of the modules it imports (`import torch` -> `import_torch`, `from torch._inductor import config` ->
 `compiler_config_import`).
 
@@ -424,6 +425,8 @@ class ProgramOrder:
                 self._expression(decorator.decorator, where, steps, depth)
                 if not isinstance(decorator.decorator, cst.Call):
                     steps.append(self._step(decorator.decorator, where, steps))
+            for default in _defaults(node.params):  # evaluated as the `def` runs: `device="cuda" if ... else "cpu"`
+                self._expression(default, where, steps, depth)
         elif isinstance(node, cst.ClassDef):
             for decorator in node.decorators:
                 self._expression(decorator.decorator, where, steps, depth)
@@ -779,6 +782,11 @@ def _same_loop(a: Step, b: Step) -> bool:
 def _body(block) -> list[cst.CSTNode]:
     body = block.body if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) else block
     return list(body)
+
+
+def _defaults(params: cst.Parameters) -> list[cst.BaseExpression]:
+    every = (*params.posonly_params, *params.params, *params.kwonly_params)
+    return [param.default for param in every if param.default is not None]
 
 
 def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:

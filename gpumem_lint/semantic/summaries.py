@@ -12,8 +12,9 @@ still if it passed one), what an op kept as its output for backward (every `retu
 `return self.body(x)` of a Sequential ending in a ReLU, `return torch.sigmoid(x)`: the caller's in-place
 write to it makes backward raise), a fresh leaf that requires grad, host memory (every `return`
 gives a `.cpu()` copy, its `.numpy()` or a CPU load: F49, nothing of it is the CUDA cache's), a numpy
-array of its own (every `return` gives what numpy made: `box.astype(np.float32)`). A
-function that returns its argument itself is not.
+array of its own (every `return` gives what numpy made: `box.astype(np.float32)`), and the argument
+itself (`x[2:5] += 1; return x`: the caller's result is the tensor it passed, so a second call's write
+changes the first call's result).
 """
 
 from __future__ import annotations
@@ -32,14 +33,20 @@ _SUMMARISED = frozenset({AliasKind.EXPAND, AliasKind.MULTI_VIEW, AliasKind.VIEW}
 class Returns(NamedTuple):
     """What every `return` of a function gives back."""
 
-    kind: AliasKind  # EXPAND, MULTI_VIEW, VIEW (of a parameter), or OWN (a new leaf, host memory, a kept output)
-    param: str | None = None  # the parameter whose memory it is an alias of; None for fresh memory
+    #: EXPAND, MULTI_VIEW, VIEW (of a parameter), or OWN (a new leaf, host memory, a kept output, the argument)
+    kind: AliasKind
+    param: str | None = None  # the parameter whose memory it is (OWN: the argument itself); None for fresh memory
     position: int | None = None  # that parameter's position, `self` included
     host: bool = False  # host memory (`return t.cpu().numpy()`), which the CUDA allocator never holds (F49)
     array: bool = False  # a numpy array of its own (`return box.astype(np.float32)`), no tensor's memory
     #: The op that kept what every `return` gives as its output for backward (`return self.act(out)`, a ReLU):
     #: a caller's in-place write to the result makes backward raise.
     saved_output: str | None = None
+
+    @property
+    def is_argument(self) -> bool:
+        """Every `return` gives back the argument itself, no alias of it."""
+        return self.kind is AliasKind.OWN and self.param is not None
 
     def argument(self, node: cst.Call, args: list[Value], skip: int) -> Value | None:
         """What the call passes for the parameter (`skip` leading parameters are bound already:
@@ -81,12 +88,14 @@ def summarise(returned: list[Value], params: tuple[str, ...], outputs: list[froz
 
 
 def _summary(handle: Handle, params: tuple[str, ...]) -> Returns | None:
+    storage = handle.storage
+    if handle.kind is AliasKind.OWN and storage.origin == "param" and storage.label in params and handle.base is None:
+        return Returns(AliasKind.OWN, storage.label, params.index(storage.label))  # the argument itself
     if handle.kind in (AliasKind.OWN, AliasKind.WRAPPER):  # `torch.randn(n, requires_grad=True)`, `nn.Parameter(t)`
         fresh_leaf = handle.storage.origin == "fresh" and handle.leaf and handle.grad is Grad.YES
         return Returns(AliasKind.OWN, None) if fresh_leaf else None
     if handle.kind not in _SUMMARISED or handle.base is None:
         return None
-    storage = handle.storage
     if storage.origin == "fresh" and storage.parent is None:
         return Returns(handle.kind, None) if handle.kind is not AliasKind.VIEW else None  # a new tensor, to the caller
     if handle.kind is AliasKind.VIEW and not made_by_view_call(handle.node):
