@@ -48,7 +48,9 @@ class InplaceWriteOnGradLeaf(Rule):
     function that no code of the project calls.
     A file that turns `requires_grad` off anywhere (`p.requires_grad = False`,
     `requires_grad_(False)`) has its module parameters treated as unknown, unless what it
-    turns off is a parameter of the function doing it, which that function's flow follows. A `for` loop is
+    turns off is a parameter of the function doing it, or an attribute it names
+    (`self.emb.weight.requires_grad = False`), which that function's flow follows: under `if freeze:`,
+    the other path still writes a leaf that requires grad. A `for` loop is
     taken to run at least once: a leaf that every pass rebinds (`for layer in self.layers:
     h = layer(h)`) is not the value after the loop, though an empty iterable would leave it.
     A module given to a function named as an in-place op (`quantize_(model, config)`) may
@@ -85,6 +87,22 @@ class InplaceWriteOnGradLeaf(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # another method turns grad off for the embedding: what it froze is not followed across methods
+        """
+import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, vocab, dim, vectors):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.freeze()
+        self.emb.weight.copy_(vectors)
+
+    def freeze(self):
+        self.emb.weight.requires_grad = False
+""",
         # every call of `Block.load_from` is made under the model's `no_grad`
         """
 import torch
@@ -293,6 +311,37 @@ class Embedding(nn.Module):
 """,
     )
     INVALID = (
+        # grad is turned off only `if freeze:`; on the other path the copy writes a leaf that requires grad
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, vocab, dim, vectors, freeze):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        if freeze:
+            self.emb.weight.requires_grad = False
+        self.emb.weight.copy_(vectors)
+""",
+            (12,),
+            fixed="""
+import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, vocab, dim, vectors, freeze):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        if freeze:
+            self.emb.weight.requires_grad = False
+        with torch.no_grad():
+            self.emb.weight.copy_(vectors)
+""",
+        ),
         # one call of `Block.load_from` is made with grad on
         Invalid(
             """

@@ -26,7 +26,8 @@ class CudaInDataloaderWorker(Rule):
     ## What it does
     Flags CUDA use in code that `DataLoader` workers run, when a `DataLoader` in the same
     module has `num_workers` other than 0:
-    - a Dataset's `__getitem__` / `__iter__` (or a method they call through `self.`) that
+    - a Dataset's `__getitem__` / `__iter__` (its own, or inherited from a Dataset class of the module,
+      or a method they call through `self.`, the subclass's where it defines one) that
       creates a CUDA tensor or moves data to CUDA — `.cuda()`, `.to("cuda")`, `device="cuda"`,
       `.pin_memory()` — or, when the workers start with spawn or forkserver, reads a CUDA
       tensor the dataset made in `__init__` (`self.X = X.cuda()`);
@@ -118,6 +119,33 @@ class CudaInDataloaderWorker(Rule):
     triggers = ("DataLoader",)
     file_trigger = WORKER_LOADER
     VALID = (
+        # the subclass defines its own `__getitem__`: the base's, which moves to CUDA, never runs
+        """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class BaseImages(Dataset):
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, index):
+        return torch.rand(3, 32, 32).cuda()
+
+
+class Images(BaseImages):
+    def __getitem__(self, index):
+        return torch.rand(3, 32, 32)
+
+
+def main(paths):
+    torch.nn.Conv2d(3, 2, 3).cuda()
+    loader = DataLoader(Images(paths), batch_size=4, num_workers=2)
+    return [batch for batch in loader]
+""",
         # every binding of `num_workers` is 0: the batches are built in the main process
         """
 from functools import partial
@@ -265,6 +293,36 @@ def main():
 """,
     )
     INVALID = (
+        # `__getitem__` is inherited from the base class, whose `self.load(index)` runs the subclass's load
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class BaseImages(Dataset):
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, index):
+        return self.load(index)
+
+
+class NoisyImages(BaseImages):
+    def load(self, index):
+        return torch.rand(3, 32, 32).cuda()
+
+
+def main(paths):
+    model = torch.nn.Conv2d(3, 2, 3).cuda()
+    loader = DataLoader(NoisyImages(paths), batch_size=4, num_workers=2)
+    return [model(batch) for batch in loader]
+""",
+            (19,),
+        ),
         # one binding of `num_workers` starts workers, which run the collate function
         Invalid(
             """

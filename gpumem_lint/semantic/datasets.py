@@ -157,7 +157,7 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
                 imports.qualify(base.value) in _DATASET_BASES or dotted_name(base.value) in classes
                 for base in node.bases
             ):
-                classes[node.name.value] = DatasetClass(node, _methods(node))
+                classes[node.name.value] = DatasetClass(node, _inherited_methods(node, classes))
                 changed = True
     instances = {name: cls for name, cls in collector.assigned.items() if cls in classes}
     # `ds = make()`, `ds = Images().cache()`: a function or method every `return` of which builds one class
@@ -363,6 +363,17 @@ def _makers(module: cst.Module, class_nodes: list[cst.ClassDef]) -> dict[str, st
         built = {dotted_name(value.func) if isinstance(value, cst.Call) else None for value in returned}
         made.setdefault(function.name.value, set()).update(built if returned else {None})
     return {name: next(iter(built)) for name, built in made.items() if len(built) == 1 and built <= classes}
+
+
+def _inherited_methods(node: cst.ClassDef, classes: dict[str, DatasetClass]) -> dict[str, cst.FunctionDef]:
+    """The class's methods with those it inherits from the module's Dataset classes it derives from (a
+    `__getitem__` defined once in a base): the first base's win, as Python's method order has it."""
+    methods: dict[str, cst.FunctionDef] = {}
+    for base in reversed(node.bases):
+        inherited = classes.get(dotted_name(base.value) or "")
+        if inherited is not None:
+            methods.update(inherited.methods)
+    return methods | _methods(node)
 
 
 def _methods(node: cst.ClassDef) -> dict[str, cst.FunctionDef]:

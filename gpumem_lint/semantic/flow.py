@@ -315,6 +315,18 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             return UNREACHABLE
         return self._block(node.body.body, self._narrowed(node.test, state, True))
 
+    def _join_arms(self, before: State, then: State, other: State) -> State:
+        """The paths of both arms. An attribute one arm first looked at and rebound (`if freeze:
+        self.emb.weight.requires_grad = False`) still holds, on the other, what it held as the function
+        began: that arm is given it before the join, or the rebinding would hold on both."""
+        for first, second in ((then, other), (other, then)):
+            if not (first.reachable and second.reachable):
+                continue
+            for place in first.env.keys() - before.env.keys() - second.env.keys():
+                if "." in place:
+                    second.env[place] = frozenset({self._external(place, second)})
+        return then.join(other)
+
     def _note_tested_elements(self, test: cst.BaseExpression, state: State) -> None:
         """`if a[2] < a[0]:` truth-tests single elements: a numpy array of unknown rank indexed there by one
         integer is 1-D (a comparison of rows raises "truth value of an array ... is ambiguous"), so its
@@ -366,12 +378,12 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
                 return then
             skipped = self._narrowed(node.test, state.copy(), False)
             if node.orelse is None:
-                return then.join(skipped)
+                return self._join_arms(state, then, skipped)
             if isinstance(node.orelse, cst.If):
                 other = self._statement(node.orelse, skipped)
             else:
                 other = self._block(node.orelse.body.body, skipped)
-            return then.join(other)
+            return self._join_arms(state, then, other)
         if isinstance(node, (cst.For, cst.While)):
             return self._loop(node, state)
         if isinstance(node, cst.With):

@@ -94,7 +94,8 @@ class ScopeCollector(Walker):
         self._tensor_methods = knowledge().tensor_only_methods
         self._multi_view_methods = knowledge().multi_view_methods
         self._class_facts = ClassFactsBuilder(self.imports)
-        self._freezes = False
+        self._freezes_unseen = False  # requires_grad turned off where no flow sees which parameters
+        self._freezers: set[int] = set()  # ids of the scopes turning it off on an attribute they name
         self._module_bindings: dict[str, str | None] = {}  # module-level name -> the class it is bound to an object of
         self._comprehension_names: list[frozenset[str]] = []  # bound by the comprehensions we are in
 
@@ -170,7 +171,8 @@ class ScopeCollector(Walker):
         if self.imports.qualify(func) == "torch.from_numpy":
             self._functions[-1].converts_arrays = True
         if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" and node.args:
-            self._freezes |= is_constant(node.args[0].value, "False") and self._freezes_beyond(func.value)
+            if is_constant(node.args[0].value, "False") and self._freezes_beyond(func.value):
+                self._freezes_unseen = True  # `model.requires_grad_(False)`: its parameters, which no flow names
         owner = self._method_owner()
         registers = isinstance(func, cst.Attribute) and func.attr.value in ("register_parameter", "register_buffer")
         if owner is not None and registers and _is_self(func.value):
@@ -280,13 +282,16 @@ class ScopeCollector(Walker):
                 place = dotted_name(target.target)
                 if place is not None and "." in place:
                     self._functions[-1].plain_attributes.add(place)
-        if is_constant(node.value, "False") and any(
-            isinstance(t.target, cst.Attribute)
-            and t.target.attr.value == "requires_grad"
-            and self._freezes_beyond(t.target.value)
-            for t in node.targets
-        ):
-            self._freezes = True
+        for target in node.targets:
+            frozen = target.target
+            if not (is_constant(node.value, "False") and isinstance(frozen, cst.Attribute)):
+                continue
+            if frozen.attr.value == "requires_grad" and self._freezes_beyond(frozen.value):
+                # `self.emb.weight.requires_grad = False`: the function's own flow sees it where it happens
+                if "." in (dotted_name(frozen.value) or ""):
+                    self._freezers.add(id(self._functions[-1]))
+                else:  # `p.requires_grad = False` of `for p in model.parameters()`
+                    self._freezes_unseen = True
         if len(self._functions) == 1 and self._classes[-1] is None:
             self._bind_module_names(node)
         owner = self._method_owner()
@@ -370,7 +375,7 @@ class ScopeCollector(Walker):
                 method.inplace_modules = info.inplace_modules
         for scope in self.scopes:
             scope.classes = classes
-            scope.freezes_parameters = self._freezes
+            scope.freezes_parameters = self._freezes_unseen or bool(self._freezers - {id(scope)})
             scope.params = {name: _parameter_kind(scope, name, tensor) for name, tensor in scope.params.items()}
             first = next(iter(scope.params), None)
             # The input of a module's forward is a tensor unless annotated otherwise, or unless the forward
