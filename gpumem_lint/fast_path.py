@@ -162,6 +162,16 @@ def _binds_object(node: ast.stmt, classes: set[str]) -> bool:
     )
 
 
+def _calls_new_object(node: ast.AST, classes: set[str]) -> bool:
+    """`Denormalize(mean, std)(t)` for one of `classes`: the object is made and called at once."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Call)
+        and isinstance(node.func.func, ast.Name)
+        and node.func.func.id in classes
+    )
+
+
 def cpython_tree(text: str) -> ast.Module | None:
     """CPython's tree of a module (about a tenth of libcst's cost), or None when CPython rejects it."""
     try:
@@ -850,8 +860,9 @@ class _Reducer:
 
     def _keep_local_object_users(self) -> None:
         """Functions and methods that bind a local name to an object of a class whose `__call__` or `forward`
-        is kept (`net = Model()`, then `net(x)` runs `Model.forward`): what they pass is what the method starts
-        from, and its write to their tensor, or to the result they hold from an earlier call, is one in theirs."""
+        is kept (`net = Model()`, then `net(x)` runs `Model.forward`), or call one as they make it (`Model()(x)`):
+        what they pass is what the method starts from, and its write to their tensor, or to the result they
+        hold from an earlier call, is one in theirs."""
         classes = self._called_classes()
         if not classes:
             return
@@ -863,7 +874,10 @@ class _Reducer:
                 if scope.is_function
                 and not scope.kept
                 and _any_between(mentions, scope.start, scope.end)
-                and any(_binds_object(node, classes) for node in _walk_near(scope.node, mentions))
+                and any(
+                    _binds_object(node, classes) or _calls_new_object(node, classes)
+                    for node in _walk_near(scope.node, mentions)
+                )
             ]
             for scope in users:
                 scope.kept = True

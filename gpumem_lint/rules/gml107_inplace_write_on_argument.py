@@ -24,7 +24,7 @@ class InplaceWriteOnArgument(Rule):
     Flags an in-place write to a tensor the caller passed in — `x += self.bias`,
     `x.relu_()`, `F.relu(x, inplace=True)`, an `nn.ReLU(inplace=True)` applied to the
     input (also as the first layer of an `nn.Sequential` called on it, or the first put in the list it is built from), `x[mask] = 0` — in a module's `forward`, or in a plain function (or the
-    `__call__` of a class, such as a transform: `norm(x)` runs `Normalize.__call__`) that
+    `__call__` of a class, such as a transform: `norm(x)` and `Normalize(m, s)(x)` run `Normalize.__call__`) that
     returns a value and that a caller in the same module passes a tensor it reads again
     afterwards, when nothing says that mutating the argument is the function's job. A function that
     writes its argument and returns nothing (`check_audio(clip)`), or only a constant
@@ -114,6 +114,21 @@ class InplaceWriteOnArgument(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # the object is made and called at once, and the caller returns its result without reading `x` again
+        """
+import torch
+
+
+class Scale:
+    def __call__(self, t):
+        t.mul_(2)
+        return t + 1
+
+
+def show(x):
+    x = torch.as_tensor(x)
+    return Scale()(x)
+""",
         # each pass normalises another row: `maps[i + 1]` moves with `i`, and no pass reads a row it wrote
         """
 import torch
@@ -689,6 +704,40 @@ def run():
 """,
     )
     INVALID = (
+        # `Scale()(x)` runs `Scale.__call__`, which doubles `x` before the caller adds it to the result
+        Invalid(
+            """
+import torch
+
+
+class Scale:
+    def __call__(self, t):
+        t.mul_(2)
+        return t + 1
+
+
+def show(x):
+    x = torch.as_tensor(x)
+    y = Scale()(x)
+    return x + y
+""",
+            (7,),
+            fixed="""
+import torch
+
+
+class Scale:
+    def __call__(self, t):
+        t = t.mul(2)
+        return t + 1
+
+
+def show(x):
+    x = torch.as_tensor(x)
+    y = Scale()(x)
+    return x + y
+""",
+        ),
         # the second call shifts `x` again, and with it `first`, the first call's result
         Invalid(
             """

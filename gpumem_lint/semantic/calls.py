@@ -48,6 +48,7 @@ class CallSemantics:
     def _call(self, node: cst.Call, state: State) -> Value:
         func = node.func
         receiver: Value | None = None
+        called: Value | None = None
         attribute = type(func) is cst.Attribute
         if attribute:
             # Appending to a list, or asking for a size, does not read the values it holds.
@@ -56,11 +57,11 @@ class CallSemantics:
                 func.value, state, record=method not in _CONTAINER_STORES and method not in self.k.metadata_methods
             )
         else:
-            self._eval(func, state)
+            called = self._eval(func, state)
         metadata = type(func) is cst.Name and func.value in self.k.metadata_functions  # `len(x)`
         args = [self._eval(arg.value, state, record=not metadata) for arg in node.args]
         name = dotted_name(func)
-        callee = None
+        callee = called if type(func) is cst.Call else None  # `Denormalize(mu, sigma)(t)`: the object made
         if name is not None and (
             not attribute
             or not (func.attr.value in self.k.not_module_calls or func.attr.value in self.k.tensor_only_methods)
