@@ -33,7 +33,15 @@ loader = DataLoader(OnGpu(torch.ones(4)), num_workers=2{context})
 
 
 @pytest.mark.parametrize("program", [TENSOR_DATASET, READ_ATTRIBUTE])
-@pytest.mark.parametrize(("context", "code"), [("", "GML203"), (', multiprocessing_context="spawn"', "GML205")])
+@pytest.mark.parametrize(
+    ("context", "code"),
+    [
+        ("", "GML203"),
+        (', multiprocessing_context="spawn"', "GML205"),
+        (', **{"multiprocessing_context": "spawn"}', "GML205"),  # the start method a spread gives
+        (', **{"multiprocessing_context": "fork"}', "GML203"),
+    ],
+)
 def test_one_code_per_start_method(program, context, code):
     codes = [d.code for d in lint_source(program.format(context=context), "example.py", ALL_RULES)]
     assert codes == [code]

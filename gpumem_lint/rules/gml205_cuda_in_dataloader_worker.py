@@ -59,7 +59,8 @@ class CudaInDataloaderWorker(Rule):
     F14). Under spawn each worker creates its own CUDA context (hundreds of MB of GPU memory
     per worker) and every batch crosses back as a CUDA IPC handle, which the worker must
     keep alive (F15). PyTorch's documentation advises against returning CUDA tensors from
-    workers. A `DataLoader` without `multiprocessing_context` starts its workers with the
+    workers. The `multiprocessing_context` is read from the call, or from a dict its `**` spread gives
+    (`**loader_kwargs`, written out before the call). A `DataLoader` without one starts its workers with the
     module's `set_start_method(...)`, else with the default of the targeted Python: fork on Linux
     up to 3.13, forkserver from 3.14 (set `target-version`).
 

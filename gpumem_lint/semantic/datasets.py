@@ -176,11 +176,11 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
         dataset = keyword(call, "dataset") or (
             call.args[0].value if call.args and call.args[0].keyword is None else None
         )
-        starts = _starts_workers(call, collector.values, zeros) or (
-            given is not None and _given_workers(given.of(call), zeros)
-        )
+        spread = given.of(call) if given is not None else []
+        starts = _starts_workers(call, collector.values, zeros) or _given_workers(spread, zeros)
+        method = _context_method(call, spread)
         if starts:
-            worker_loaders.append(WorkerLoader(call, dataset, _context_method(call), collector.owners.get(id(call))))
+            worker_loaders.append(WorkerLoader(call, dataset, method, collector.owners.get(id(call))))
         cls = _dataset_class(dataset, classes, instances)
         if cls is not None and starts:
             persistent = keyword(call, "persistent_workers")
@@ -194,7 +194,7 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
                 Loader(
                     call,
                     cls,
-                    _context_method(call),
+                    method,
                     isinstance(persistent, cst.Name) and persistent.value == "True",
                     places,
                     name,
@@ -458,8 +458,11 @@ def _dict_starts_workers(value: cst.BaseExpression | None) -> bool:
     )
 
 
-def _context_method(call: cst.Call) -> str | None:
+def _context_method(call: cst.Call, given=()) -> str | None:
+    """The start method `multiprocessing_context=` names, also where a `**` spread gives it (given_keywords.py)."""
     context = keyword(call, "multiprocessing_context")
+    if context is None:
+        context = next((value for key, value, _ in given if key == "multiprocessing_context"), None)
     if isinstance(context, cst.SimpleString) and context.evaluated_value in START_METHODS:
         return context.evaluated_value
     if isinstance(context, cst.Call) and context.args and isinstance(context.args[0].value, cst.SimpleString):

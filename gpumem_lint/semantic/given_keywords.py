@@ -1,8 +1,8 @@
 """The keyword arguments a call is given, its `**` spreads followed.
 
-`spread_keywords(call, scope)`: what `**name` gives when the function last bound `name`, before the
-call, to a dict written out (`kwargs = dict(train=True)`, `{"transform": t}`), with the string keys it
-stored into it since (`kwargs["collate_fn"] = collate`).
+`spread_keywords(call, scope)`: what a dict written out in the call gives (`**{"k": v}`), and what `**name`
+gives when the function last bound `name`, before the call, to one (`kwargs = dict(train=True)`,
+`{"transform": t}`), with the string keys it stored into it since (`kwargs["collate_fn"] = collate`).
 `GivenKeywords(module).of(call)`: every keyword the call is given, each with the function its value is
 written in: its own keywords, those spreads, and, for a `**kwargs` parameter of the function around it,
 what the module's calls of that function put in it (`tally(data, collate_fn=f)` for
@@ -24,30 +24,36 @@ Given = tuple[str, cst.BaseExpression, "cst.FunctionDef | None"]
 
 
 def spread_keywords(call: cst.Call, scope: cst.CSTNode) -> list[tuple[str, cst.BaseExpression]]:
-    """The keyword arguments `**name` gives `call`, where the last binding of `name` before the call in
-    `scope` (a function, or the module) is a dict written out: `dict(train=True, transform=t)` or
-    `{"transform": t}`, and what it stored under a string key since; a binding after the call (`kwargs =
-    {...}` for the next call) is not this one."""
-    spread = [arg.value.value for arg in call.args if arg.star == "**" and isinstance(arg.value, cst.Name)]
-    if not spread:
-        return []
-    bindings = _BindingsBefore(call, set(spread))
+    """The keyword arguments `**` spreads give `call`: a dict written out in the call (`**{"k": v}`,
+    `**dict(k=v)`), or for `**name`, where the last binding of `name` before the call in `scope` (a function,
+    or the module) is one, that dict and what it stored under a string key since; a binding after the call
+    (`kwargs = {...}` for the next call) is not this one."""
+    spreads = [arg.value for arg in call.args if arg.star == "**"]
+    found = [item for value in spreads for item in _written_keywords(value) or ()]
+    names = list(dict.fromkeys(value.value for value in spreads if isinstance(value, cst.Name)))  # in order
+    if not names:
+        return found
+    bindings = _BindingsBefore(call, set(names))
     bindings.walk(scope)
-    found = []
-    for name in spread:
-        value = bindings.last.get(name)
-        if isinstance(value, cst.Call) and dotted_name(value.func) == "dict":
-            found += [(arg.keyword.value, arg.value) for arg in value.args if arg.keyword is not None]
-        elif isinstance(value, cst.Dict):
-            found += [
-                (element.key.evaluated_value, element.value)
-                for element in value.elements
-                if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
-            ]
-        else:
-            continue
-        found += bindings.stores.get(name, [])
+    for name in names:
+        written = _written_keywords(bindings.last.get(name))
+        if written is not None:
+            found += written + bindings.stores.get(name, [])
     return found
+
+
+def _written_keywords(value: cst.BaseExpression | None) -> list[tuple[str, cst.BaseExpression]] | None:
+    """The string keys of a dict written out, `dict(train=True, transform=t)` or `{"transform": t}`, with
+    their values; None for any other value."""
+    if isinstance(value, cst.Call) and dotted_name(value.func) == "dict":
+        return [(arg.keyword.value, arg.value) for arg in value.args if arg.keyword is not None]
+    if isinstance(value, cst.Dict):
+        return [
+            (element.key.evaluated_value, element.value)
+            for element in value.elements
+            if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
+        ]
+    return None
 
 
 class _BindingsBefore(Walker):
