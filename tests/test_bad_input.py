@@ -65,6 +65,12 @@ def messages(data: bytes) -> list[tuple[str, str]]:
             id="latin-1 cookie",
         ),
         pytest.param(
+            # a codec a package registers at start-up (future-fstrings), over UTF-8 bytes
+            b"# -*- coding: future_fstrings -*-\n" + HAZARD.encode(),
+            [(8, 9, "GML103")],
+            id="unknown codec cookie over UTF-8",
+        ),
+        pytest.param(
             HAZARD.replace("\n\n", "\n\n\t\n", 1).encode(),
             [(8, 9, "GML103")],
             id="stray tab on a blank line",
@@ -115,11 +121,11 @@ def test_odd_but_valid_files_give_the_findings_of_their_plain_twin(data, expecte
             id="not UTF-8",
         ),
         pytest.param(
-            b"# coding: klingon\nimport torch\n",
+            b"# coding: klingon\nimport torch\nname = '\xff\xfe'\n",
             "GML003",
             "unknown encoding",
             (1, 1),
-            id="unknown cookie",
+            id="unknown cookie over bytes that are not UTF-8",
         ),
         pytest.param(
             b"import torch\ndef f(:\n",

@@ -6,7 +6,9 @@ class UnreadableFile(Rule):
     ## What it does
     Reports a file that could not be read or decoded: a permission error, a file that
     vanished during the run, or bytes that are not valid in the file's declared
-    encoding (UTF-8 unless a BOM or a PEP 263 coding cookie says otherwise).
+    encoding (UTF-8 unless a BOM or a PEP 263 coding cookie says otherwise). A cookie naming a codec
+    Python lacks (`# -*- coding: future_fstrings -*-`, which a package registers as the interpreter
+    starts) is read as UTF-8 where the bytes are UTF-8; it is reported only where they are not.
 
     ## Why is this bad?
     The file was not analysed. The rest of the run goes on, and the exit code says that
