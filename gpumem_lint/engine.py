@@ -27,7 +27,7 @@ from gpumem_lint.rules.base import Report, Rule
 from gpumem_lint.rules.gml002_unused_suppression import UnusedSuppression, unused_suppressions
 from gpumem_lint.semantic.values import fresh_serials
 from gpumem_lint.source import decode_source, undecodable_reason
-from gpumem_lint.untriggered import syntax_error
+from gpumem_lint.untriggered import python2_script, syntax_error
 
 
 def lint_path(path: Path, display: str, rules: Sequence[type[Rule]]) -> list[Diagnostic]:
@@ -84,6 +84,8 @@ def _checked(
     try:
         module, origin = _parse(text, active)
     except cst.ParserSyntaxError as error:
+        if python2_script(text):
+            return []  # no Python 3 parser is meant to accept it (untriggered.py `syntax_error`)
         # CPython's own parser pinpoints errors better than libcst's; fall back to libcst.
         return _syntax_only(text, display, rules) or _syntax_diagnostic(error, display, rules)
     except (RecursionError, MemoryError) as error:

@@ -13,6 +13,7 @@ engine, as before (tests/test_untriggered.py fails while the table is stale).
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Sequence
 from functools import cache
@@ -22,6 +23,7 @@ from gpumem_lint.diagnostics import Diagnostic, Position, Severity
 from gpumem_lint.source import decode_source, undecodable_reason
 
 _TABLE = Path(__file__).with_name("rule_triggers.json")
+_PYTHON2_SHEBANG = re.compile(r"#![^\n]*\bpython2(?:\.\d+)?\b")
 _INVALID_SYNTAX = "GML001"
 _UNUSED_SUPPRESSION = "GML002"
 _UNREADABLE_FILE = "GML003"
@@ -51,9 +53,17 @@ def answer(data: bytes, display: str, codes: Sequence[str]) -> list[Diagnostic] 
     return _tool_diagnostic(_INVALID_SYNTAX, display, codes, *found) if found else []
 
 
+def python2_script(text: str) -> bool:
+    """`#!/usr/bin/env python2`, `#!/usr/bin/python2.7`: a script for Python 2."""
+    return _PYTHON2_SHEBANG.match(text) is not None
+
+
 def syntax_error(text: str, display: str) -> tuple[int, int, str] | None:
     """(row, column, message) of what CPython's parser refuses in `text`, in its own words; None
-    when it accepts it."""
+    when it accepts it, or when the text is a script for Python 2 (`#!/usr/bin/env python2`): its
+    shell runs it so, and no Python 3 parser is meant to accept it."""
+    if python2_script(text):
+        return None
     try:
         with warnings.catch_warnings():  # CPython's SyntaxWarnings are not ours to print
             warnings.simplefilter("ignore")

@@ -75,6 +75,12 @@ def messages(data: bytes) -> list[tuple[str, str]]:
             [(8, 9, "GML103")],
             id="stray tab on a blank line",
         ),
+        pytest.param(b"#!/usr/bin/env python2\nprint 'usage: text2token.py'\n", [], id="a Python 2 script"),
+        pytest.param(
+            b"#!/usr/bin/python2.7\nimport torch\nx = torch.zeros(2)\nprint x.detach().add_(1)\n",
+            [],
+            id="a Python 2 script that names torch",
+        ),
         pytest.param(b"", [], id="empty file"),
         pytest.param(b"\n\n# only a comment\n", [], id="only comments"),
         pytest.param(b"\xef\xbb\xbf", [], id="only a BOM"),
@@ -126,6 +132,13 @@ def test_odd_but_valid_files_give_the_findings_of_their_plain_twin(data, expecte
             "unknown encoding",
             (1, 1),
             id="unknown cookie over bytes that are not UTF-8",
+        ),
+        pytest.param(
+            b"#!/usr/bin/env python\nprint 'usage: text2token.py'\n",
+            "GML001",
+            "Missing parentheses",
+            (2, 1),
+            id="a Python 2 statement in a Python 3 script",
         ),
         pytest.param(
             b"import torch\ndef f(:\n",

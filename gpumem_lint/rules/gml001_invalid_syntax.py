@@ -4,7 +4,9 @@ from gpumem_lint.rules.base import Invalid, Rule
 class InvalidSyntax(Rule):
     """
     ## What it does
-    Reports a file that is not valid Python, at the position where parsing stopped.
+    Reports a file that is not valid Python, at the position where parsing stopped. A script whose
+    shebang names Python 2 (`#!/usr/bin/env python2`) is run so by its shell: it is not reported,
+    and not analysed when Python 3 cannot parse it.
 
     ## Why is this bad?
     A file that does not parse cannot be analysed, so no other rule can check it. The

@@ -38,6 +38,8 @@ class InplaceWriteOnGradLeaf(Rule):
     A module of a package whose `__init__.py` turns grad off at import (a top-level
     `torch.set_grad_enabled(False)`, as inference servers do) is taken to run without autograd,
     unless it turns grad back on itself (`torch.enable_grad()`).
+    An attribute assigned `Net(...).to(device)` (or `.cuda()`, `.eval()`: the module methods that
+    return the module) holds that module and its Parameters.
     Only leaves the file shows are known: a function's parameter is one when a caller in the
     same file passes a leaf (`sinusoidal(embedding.weight)`); a parameter passed in from
     another module, or a model built elsewhere, is not followed unless the function calls
@@ -87,6 +89,26 @@ class InplaceWriteOnGradLeaf(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # `requires_grad_(False)` on the moved module: its parameters no longer require grad
+        """
+import torch
+from torch import nn
+
+
+class Factors(nn.Module):
+    def __init__(self, users, dim):
+        super().__init__()
+        self.P = nn.Parameter(torch.randn(users, dim) * 0.1)
+
+
+class Trainer:
+    def __init__(self, users, dim, device):
+        self.net = Factors(users, dim).to(device).requires_grad_(False)
+
+    def solve_rows(self, rows):
+        for user, row in enumerate(rows):
+            self.net.P[user] = row
+""",
         # another method turns grad off for the embedding: what it froze is not followed across methods
         """
 import torch
@@ -311,6 +333,49 @@ class Embedding(nn.Module):
 """,
     )
     INVALID = (
+        # `.to(device)` returns the module itself: `self.net` holds `Factors`, whose `P` is a Parameter
+        Invalid(
+            """
+import torch
+from torch import nn
+
+
+class Factors(nn.Module):
+    def __init__(self, users, dim):
+        super().__init__()
+        self.P = nn.Parameter(torch.randn(users, dim) * 0.1)
+
+
+class Trainer:
+    def __init__(self, users, dim, device):
+        self.net = Factors(users, dim).to(device)
+
+    def solve_rows(self, rows):
+        for user, row in enumerate(rows):
+            self.net.P[user] = row
+""",
+            (18,),
+            fixed="""
+import torch
+from torch import nn
+
+
+class Factors(nn.Module):
+    def __init__(self, users, dim):
+        super().__init__()
+        self.P = nn.Parameter(torch.randn(users, dim) * 0.1)
+
+
+class Trainer:
+    def __init__(self, users, dim, device):
+        self.net = Factors(users, dim).to(device)
+
+    def solve_rows(self, rows):
+        for user, row in enumerate(rows):
+            with torch.no_grad():
+                self.net.P[user] = row
+""",
+        ),
         # grad is turned off only `if freeze:`; on the other path the copy writes a leaf that requires grad
         Invalid(
             """

@@ -240,6 +240,7 @@ class ClassFactsBuilder:
             return None
         if self._expands(value):
             return AttributeFact(Held.EXPANDED, source=value)
+        value = _made_module(value)
         name = dotted_name(value.func)
         if name is None:
             return None
@@ -393,6 +394,18 @@ def _keep_module_steps(facts: ClassFacts) -> None:
         held = [facts.attributes.get(step.removeprefix("self."), None) for step in fact.steps if step != "self"]
         if not all(other is not None and other.held is Held.MODULE for other in held):
             facts.attributes[attribute] = None
+
+
+def _made_module(value: cst.Call) -> cst.Call:
+    """`Net(...)` of `Net(...).to(device).eval()`: the module methods that return the module itself
+    (aliasing.toml `returns_self`) hold the object the first call made."""
+    while (
+        isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in knowledge().module_self_methods
+        and isinstance(value.func.value, cst.Call)
+    ):
+        value = value.func.value
+    return value
 
 
 def _is_optimizer(qualified: str) -> bool:
