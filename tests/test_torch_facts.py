@@ -196,6 +196,20 @@ def test_f24_overlapping_writes_raise(write):
         write(torch.arange(10.0))
 
 
+@pytest.mark.parametrize(
+    ("shape", "write"),
+    [
+        ((3, 3), lambda m: m.copy_(m.t())),
+        ((3, 3), lambda m: m.__setitem__(slice(None), m.T)),
+        ((3, 3), lambda m: m.add_(m.permute(1, 0))),
+        ((2, 3, 4, 4), lambda m: m.__setitem__(1, m[1].transpose(-2, -1))),  # a row of a batch of matrices
+    ],
+)
+def test_f24_a_write_of_its_own_elements_reordered_raises(shape, write):
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        write(torch.randn(*shape))
+
+
 def test_f24_what_the_overlap_check_does_not_see():
     index = torch.tensor([0, 1, 2])
     with pytest.raises(RuntimeError, match="refer to a single memory location"):

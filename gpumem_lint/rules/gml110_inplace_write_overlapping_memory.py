@@ -12,8 +12,9 @@ class InplaceWriteOverlappingMemory(Rule):
     ## What it does
     Flags a write whose source overlaps its destination in one tensor: a slice copied onto
     the same slice shifted (`buf[:-n] = buf[n:]`, `x[1:].add_(x[:-1])`, `x[:-1].copy_(x[1:])`),
-    an `out=` tensor that overlaps an input (`torch.mul(x[1:], 2, out=x[:-1])`), or a tensor
-    used as its own index (`idx[idx] = v`).
+    an `out=` tensor that overlaps an input (`torch.mul(x[1:], 2, out=x[:-1])`), the destination's own
+    elements reordered (`x[i] = x[i].transpose(-2, -1)`, `m.copy_(m.t())`, `m.add_(m.T)`: measured, PyTorch
+    2.13 refuses each), or a tensor used as its own index (`idx[idx] = v`).
 
     ## Why is this bad?
     The op reads elements it has already written, so its result depends on the order in
@@ -61,6 +62,15 @@ class InplaceWriteOverlappingMemory(Rule):
     triggers = ("torch", "numpy")
     scope_triggers = WRITES
     VALID = (
+        # another row, transposed: the source and the destination share no element
+        """
+import torch
+
+
+def mirror_payoffs(output):
+    output[1] = output[0].transpose(-2, -1)
+    return output.mean(dim=0)
+""",
         # numpy copies an overlapping source first (F52): the columns shift as written
         """
 import numpy as np
@@ -120,6 +130,26 @@ values[idx] = idx.float()
 """,
     )
     INVALID = (
+        # the row written is the source itself, transposed: the kernel reads elements it has already written
+        Invalid(
+            """
+import torch
+
+
+def symmetrise_payoffs(output):
+    output[1] = output[1].transpose(-2, -1)
+    return output.mean(dim=0)
+""",
+            (6,),
+            fixed="""
+import torch
+
+
+def symmetrise_payoffs(output):
+    output[1] = output[1].transpose(-2, -1).clone()
+    return output.mean(dim=0)
+""",
+        ),
         # `len(prices) - 1` is the end less one: the divisor is the written slice moved by one
         Invalid(
             """
@@ -253,6 +283,8 @@ perm[perm.clone()] = torch.tensor([0, 1, 2])
                 source = ctx.code(overlap.source)
                 if overlap.how == "index":
                     what = f"is indexed by `{source}`, the tensor it writes"
+                elif overlap.how == "transpose":
+                    what = f"reads `{source}`, its own elements reordered"
                 else:
                     what = f"reads `{source}`, the same memory shifted"
                 yield Report(

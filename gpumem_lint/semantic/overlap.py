@@ -27,7 +27,8 @@ from gpumem_lint.semantic.values import Value
 class Overlap:
     node: cst.CSTNode  # the write
     source: cst.CSTNode  # the expression that overlaps it
-    how: str  # "shift": a shifted slice of the same memory; "index": indexed by itself
+    how: str  # "shift": a shifted slice of the same memory; "transpose": its own elements reordered;
+    # "index": indexed by itself
 
 
 class OverlapSemantics:
@@ -48,6 +49,16 @@ class OverlapSemantics:
                         index or written.index, read.index, self._length(node)
                     ):
                         self.overlaps.setdefault(id(node), Overlap(node, source_node, "shift"))
+                    elif read.storage is written.storage and self._transposes_destination(node, source_node):
+                        self.overlaps.setdefault(id(node), Overlap(node, source_node, "transpose"))
+
+    def _transposes_destination(self, node: cst.CSTNode, source: cst.CSTNode) -> bool:
+        """`x[i] = x[i].transpose(-2, -1)`, `m.copy_(m.t())`, `m.add_(m.T)`: the source is the destination's
+        own elements in another order, so the kernel reads elements it has written (measured: PyTorch 2.13
+        refuses each)."""
+        reordered = _reordered(source)
+        destination = _destination(node)
+        return reordered is not None and destination is not None and self._code(reordered) == self._code(destination)
 
     def _length(self, node: cst.CSTNode) -> str | None:
         """`len(x)` for a write into `x[...]`: how a bound may spell the end of its dimension."""
@@ -72,6 +83,31 @@ def _container(node: cst.CSTNode) -> cst.BaseExpression | None:
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         node = node.func.value
     return node.value if isinstance(node, cst.Subscript) else None
+
+
+#: Views of the same elements in another order: a transpose, a permutation of the dimensions.
+_REORDERING_METHODS = frozenset({"t", "transpose", "permute", "swapaxes", "swapdims", "movedim"})
+_REORDERING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
+
+
+def _reordered(source: cst.CSTNode) -> cst.BaseExpression | None:
+    """The tensor whose elements `source` reorders: `x` of `x.t()`, `x.transpose(0, 1)`, `x.T`."""
+    if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute):
+        return source.func.value if source.func.attr.value in _REORDERING_METHODS else None
+    if isinstance(source, cst.Attribute) and source.attr.value in _REORDERING_ATTRIBUTES:
+        return source.value
+    return None
+
+
+def _destination(node: cst.CSTNode) -> cst.BaseExpression | None:
+    """What a write writes: the target of `x[i] = v` and `x += v`, the receiver of `x.copy_(v)`."""
+    if isinstance(node, cst.Subscript):
+        return node
+    if isinstance(node, cst.AugAssign):
+        return node.target
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        return node.func.value
+    return None
 
 
 def _shifted(written: str | None, read: str | None, length: str | None = None) -> bool:
