@@ -154,22 +154,16 @@ def _walk_near(root: ast.AST, mentions: list[int] | None) -> Iterator[ast.AST]:
 
 def _binds_object(node: ast.stmt, classes: set[str]) -> bool:
     """`norm = Normalize(...)` for one of `classes`."""
-    return (
-        isinstance(node, ast.Assign)
-        and isinstance(node.value, ast.Call)
-        and isinstance(node.value.func, ast.Name)
-        and node.value.func.id in classes
-    )
+    return isinstance(node, ast.Assign) and _constructs(node.value, classes)
 
 
 def _calls_new_object(node: ast.AST, classes: set[str]) -> bool:
     """`Denormalize(mean, std)(t)` for one of `classes`: the object is made and called at once."""
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Call)
-        and isinstance(node.func.func, ast.Name)
-        and node.func.func.id in classes
-    )
+    return isinstance(node, ast.Call) and _constructs(node.func, classes)
+
+
+def _constructs(node: ast.expr, classes: set[str]) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes
 
 
 def cpython_tree(text: str) -> ast.Module | None:
