@@ -23,7 +23,8 @@ class InplaceWriteOnSavedTensor(Rule):
     `nn.Sequential` right after an activation that keeps its output
     (`nn.ReLU(), nn.Dropout(p, inplace=True)`), a write to what an `nn.Sequential` returns when
     its last layer keeps its output (`out = self.left(x); out += x` where `self.left` ends in
-    `nn.ReLU()`), and an optimizer step on a module whose
+    `nn.ReLU()`, also where the two arms of an `if` bind Sequentials that both end in it), and an
+    optimizer step on a module whose
     call kept its weights (an `nn.Sequential` or a model: the layers after the first keep
     their weights) when a loss computed before the step is backpropagated after it, the
     GAN that steps the discriminator between `d_loss.backward(retain_graph=True)` and
@@ -115,6 +116,38 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # either Sequential ends in a BatchNorm2d, which keeps no output: the dropout may write it in place
+        """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class ConvUnit(nn.Module):
+    def __init__(self, cin, cout, batchnorm=True):
+        super().__init__()
+        conv = nn.Conv2d(cin, cout, 3, padding=1)
+        if batchnorm:
+            self.unit = nn.Sequential(conv, nn.ReLU(inplace=True), nn.BatchNorm2d(cout))
+        else:
+            self.unit = nn.Sequential(conv, nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        return self.unit(x)
+
+
+class Head(nn.Module):
+    def __init__(self, classes):
+        super().__init__()
+        self.final = ConvUnit(64, 32, False)
+        self.dropout = nn.Dropout2d(p=0.1, inplace=True)
+        self.classify = nn.Conv2d(32, classes, 1)
+
+    def forward(self, x):
+        x = self.final(x)
+        x = self.dropout(x)
+        return self.classify(x)
+""",
         # each pass writes the next list item, another tensor than the one the pass before handed to mse_loss
         """
 import torch
@@ -733,6 +766,72 @@ criterion(model(torch.randn(2, 8)), torch.rand(2, 4)).backward()
 """,
     )
     INVALID = (
+        # both arms bind a Sequential ending in `ReLU(inplace=True)`, which keeps its output: dropout overwrites it
+        Invalid(
+            """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class ConvUnit(nn.Module):
+    def __init__(self, cin, cout, batchnorm=True):
+        super().__init__()
+        conv = nn.Conv2d(cin, cout, 3, padding=1)
+        if batchnorm:
+            self.unit = nn.Sequential(conv, nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+        else:
+            self.unit = nn.Sequential(conv, nn.ReLU(inplace=True))
+
+    def forward(self, x):
+        return self.unit(x)
+
+
+class Head(nn.Module):
+    def __init__(self, classes):
+        super().__init__()
+        self.final = ConvUnit(64, 32, False)
+        self.dropout = nn.Dropout2d(p=0.1, inplace=True)
+        self.classify = nn.Conv2d(32, classes, 1)
+
+    def forward(self, x):
+        x = self.final(x)
+        x = self.dropout(x)
+        return self.classify(x)
+""",
+            (29,),
+            fixed="""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class ConvUnit(nn.Module):
+    def __init__(self, cin, cout, batchnorm=True):
+        super().__init__()
+        conv = nn.Conv2d(cin, cout, 3, padding=1)
+        if batchnorm:
+            self.unit = nn.Sequential(conv, nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+        else:
+            self.unit = nn.Sequential(conv, nn.ReLU(inplace=True))
+
+    def forward(self, x):
+        return self.unit(x)
+
+
+class Head(nn.Module):
+    def __init__(self, classes):
+        super().__init__()
+        self.final = ConvUnit(64, 32, False)
+        self.dropout = nn.Dropout2d(p=0.1, inplace=True)
+        self.classify = nn.Conv2d(32, classes, 1)
+
+    def forward(self, x):
+        x = self.final(x)
+        x = self.dropout(x.clone())
+        return self.classify(x)
+""",
+        ),
         # within one pass, the write follows the loss that kept the same item
         Invalid(
             """

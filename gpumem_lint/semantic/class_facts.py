@@ -364,9 +364,25 @@ class ClassFactsBuilder:
 
     def _merge(self, owner: ClassFacts, attribute: str, fact: AttributeFact | None) -> None:
         if attribute in owner.attributes and owner.attributes[attribute] != fact:
-            owner.attributes[attribute] = None
+            owner.attributes[attribute] = _joined(owner.attributes[attribute], fact)
         else:
             owner.attributes[attribute] = fact
+
+
+def _joined(known: AttributeFact | None, other: AttributeFact | None) -> AttributeFact | None:
+    """What an attribute holds that two assignments bind to modules of one container class (`if bn:
+    self.unit = nn.Sequential(conv, bn, relu)` / `else: self.unit = nn.Sequential(conv, relu)`): that class,
+    with the first and last layers both agree on (the output a last ReLU keeps is kept either way); else unknown."""
+    if known is None or other is None or known.held is not Held.MODULE or other.held is not Held.MODULE:
+        return None
+    if known.module != other.module or not known.layers or not other.layers or known.steps != other.steps:
+        return None
+    length = max(len(known.layers), len(other.layers))
+    first = known.layers[0] if known.layers[0] == other.layers[0] else None
+    last = known.layers[-1] if known.layers[-1] == other.layers[-1] else None
+    layers = (first, *(None,) * (length - 2), last) if length > 1 else (first,)
+    elements = known.elements if known.elements == other.elements else None
+    return AttributeFact(Held.MODULE, known.module, known.source, elements, layers)
 
 
 #: Builtins that return a new list.
