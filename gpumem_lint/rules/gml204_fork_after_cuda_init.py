@@ -35,8 +35,9 @@ _MULTIPROCESSING = ("torch.multiprocessing", "multiprocessing")
 class ForkAfterCudaInit(Rule):
     """
     ## What it does
-    Flags a child process started with the **fork** start method — `Process(target=f)`,
-    `Pool(...)` / `ProcessPoolExecutor(...)` running `f` — when `f` (defined in the same
+    Flags a child process started with the **fork** start method — `Process(target=f)`, an object of a
+    `Process` subclass of the module (whose `run` the child runs), `Pool(...)` /
+    `ProcessPoolExecutor(...)` running `f` — when `f` (defined in the same
     module, or a function of the module it calls; also given as `functools.partial(f, ...)`,
     or a local name bound once to one) uses CUDA and the parent initialised the
     CUDA driver before the fork on some path. The start method is fork when the code says so
@@ -114,6 +115,32 @@ class ForkAfterCudaInit(Rule):
     triggers = ("multiprocessing", "ProcessPoolExecutor")
     file_trigger = PROCESS_CROSSING
     VALID = (
+        # the same Process subclass under spawn: the child starts a fresh interpreter, CUDA unseen
+        """
+import multiprocessing as mp
+
+import torch
+
+device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+
+
+class Worker(mp.Process):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def run(self):
+        x = torch.zeros(1).to(device)
+        print(x)
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    net = torch.nn.Linear(2, 2).to(device)
+    w = Worker(net)
+    w.start()
+    w.join()
+""",
         """
 import torch
 import torch.multiprocessing as mp
@@ -176,6 +203,59 @@ class Scorer:
 """,
     )
     INVALID = (
+        # `Worker(net)` of a `Process` subclass: `start()` forks a child that runs `Worker.run`, which moves to CUDA
+        Invalid(
+            """
+import multiprocessing as mp
+
+import torch
+
+device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+
+
+class Worker(mp.Process):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def run(self):
+        x = torch.zeros(1).to(device)
+        print(x)
+
+
+if __name__ == "__main__":
+    net = torch.nn.Linear(2, 2).to(device)
+    w = Worker(net)
+    w.start()
+    w.join()
+""",
+            (21,),
+            fixed="""
+import multiprocessing as mp
+
+import torch
+
+device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+
+
+class Worker(mp.Process):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def run(self):
+        x = torch.zeros(1).to(device)
+        print(x)
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    net = torch.nn.Linear(2, 2).to(device)
+    w = Worker(net)
+    w.start()
+    w.join()
+""",
+        ),
         Invalid(
             """
 import torch
@@ -243,7 +323,7 @@ if __name__ == "__main__":
         results = [pool.submit(score, batch) for batch in ([1.0], [2.0])]
         print([result.result() for result in results])
 """,
-           prints="[1.0, 2.0]",
+            prints="[1.0, 2.0]",
             cuda=1,
         ),
         Invalid(

@@ -184,7 +184,9 @@ class ProcessModel:
                 if len(bindings) != 1 or not isinstance(bindings[0], cst.Call):
                     break
                 target = bindings[0]
-            if not (isinstance(target, cst.Call) and self.imports.qualify(target.func) in PARTIAL_FUNCTIONS and target.args):
+            if not (
+                isinstance(target, cst.Call) and self.imports.qualify(target.func) in PARTIAL_FUNCTIONS and target.args
+            ):
                 break
             function, *given = target.args
             if function.keyword is not None or function.star:
@@ -213,6 +215,10 @@ class ProcessModel:
                     and scope.enclosing in ((), inner)
                 ):
                     return facts
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Call):  # `Worker(net).run`
+            made = target.value.func.value if isinstance(target.value.func, cst.Name) else None
+            method = target.attr.value
+            return next((f for f in self.facts if f.scope.class_name == made and f.scope.name == method), None)
         if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
             cls = self._class_of(sender, target.value.value)
             for facts in self.facts:

@@ -157,6 +157,8 @@ class CallSemantics:
                 if not arg.star
             )
             self._note_saved_arguments(args, state)
+        if type(func) is cst.Name and self._process_subclass(node):
+            return self._construct_subclass(node, args)  # `Worker(net)` of `class Worker(mp.Process)`
         if name in self.mutators:
             self._write_mutated_arguments(self.mutators[name], node, args, state)
         if name is not None and _is_training_call(name.rsplit(".", 1)[-1]):

@@ -334,6 +334,21 @@ class ProcessSemantics:
         )
         return self._object(node, ProcessObject("process", start_method, crossing))
 
+    def _process_subclass(self, node: cst.Call) -> bool:
+        """`Worker(net)` of `class Worker(mp.Process)` of this module."""
+        classes = self.scope.classes
+        if classes is None or not isinstance(node.func, cst.Name):
+            return False
+        bases = frozenset(name for name, kind in process_table().constructors.items() if kind == "process")
+        return classes.derives_from(node.func.value, bases)
+
+    def _construct_subclass(self, node: cst.Call, args) -> Value:
+        """A `Process` subclass's object: `start()` runs its class's `run` in the child, on an object holding what
+        the construction was given (the target: `run` of the object made, boundaries.py `_target`)."""
+        target = cst.Attribute(value=node, attr=cst.Name("run"))
+        crossing = self._record(Crossing(node, "process", None, _union(args), target, several=bool(self._loops)))
+        return self._object(node, ProcessObject("process", None, crossing))
+
     def _spawn(self, node: cst.Call, qualified: str, args, state: State) -> Value:
         # spawn(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn")
         method = keyword(node, "start_method") or (
