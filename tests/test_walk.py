@@ -9,7 +9,7 @@ from pathlib import Path
 import hypothesmith
 import libcst as cst
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 
 from gpumem_lint.semantic.walk import _is_syntax, child_nodes
 
@@ -72,4 +72,8 @@ def test_walk_finds_every_child_in_rare_syntax(source):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(hypothesmith.from_node())
 def test_walk_finds_every_child_in_any_syntax_tree(source):
-    assert_same_children(cst.parse_module(source))
+    try:
+        module = cst.parse_module(source)
+    except (cst.ParserSyntaxError, cst.CSTValidationError):
+        assume(False)  # libcst refuses some sources CPython accepts (`if 0. is.0: pass`): its limit, not the walk's
+    assert_same_children(module)
