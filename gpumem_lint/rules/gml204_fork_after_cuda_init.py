@@ -255,6 +255,7 @@ if __name__ == "__main__":
     w.start()
     w.join()
 """,
+            cuda=1,
         ),
         Invalid(
             """
