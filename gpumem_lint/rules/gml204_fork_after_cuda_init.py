@@ -131,7 +131,7 @@ class Worker(mp.Process):
 
     def run(self):
         x = torch.zeros(1).to(device)
-        print(x)
+        x.add_(self.net.bias.sum().item())
 
 
 if __name__ == "__main__":
@@ -220,7 +220,7 @@ class Worker(mp.Process):
 
     def run(self):
         x = torch.zeros(1).to(device)
-        print(x)
+        x.add_(self.net.bias.sum().item())
 
 
 if __name__ == "__main__":
@@ -228,6 +228,7 @@ if __name__ == "__main__":
     w = Worker(net)
     w.start()
     w.join()
+    print(w.exitcode)
 """,
             (21,),
             fixed="""
@@ -245,7 +246,7 @@ class Worker(mp.Process):
 
     def run(self):
         x = torch.zeros(1).to(device)
-        print(x)
+        x.add_(self.net.bias.sum().item())
 
 
 if __name__ == "__main__":
@@ -254,7 +255,9 @@ if __name__ == "__main__":
     w = Worker(net)
     w.start()
     w.join()
+    print(w.exitcode)
 """,
+            prints="0",
             cuda=1,
         ),
         Invalid(
