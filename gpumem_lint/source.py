@@ -16,7 +16,7 @@ def decode_source(data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as unknown:
-        if not str(unknown).startswith("unknown encoding"):
+        if not _unknown_codec(unknown):
             raise
         try:
             return data.decode("utf-8").removeprefix("\ufeff")
@@ -34,7 +34,7 @@ def undecodable_reason(data: bytes, error: Exception) -> str:
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as not_utf8:
-            if str(error).startswith("unknown encoding"):
+            if _unknown_codec(error):
                 return f"cannot decode file: {error}, and as utf-8 {_where(data, not_utf8)}"
             error = not_utf8
     if isinstance(error, UnicodeDecodeError):
@@ -45,3 +45,8 @@ def undecodable_reason(data: bytes, error: Exception) -> str:
 def _where(data: bytes, error: UnicodeDecodeError) -> str:
     row = data.count(b"\n", 0, error.start) + 1
     return f"byte {error.object[error.start]:#04x} on line {row}"
+
+
+def _unknown_codec(error: SyntaxError) -> bool:
+    """tokenize's refusal of a coding cookie naming a codec this interpreter lacks."""
+    return str(error).startswith("unknown encoding")

@@ -17,11 +17,12 @@ rest of the code that runs in workers (collate_fn, worker_init_fn, transforms, T
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import libcst as cst
 
-from gpumem_lint.semantic.given_keywords import GivenKeywords
+from gpumem_lint.semantic.given_keywords import Given, GivenKeywords
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.literals import assigned_pairs, keyword
 from gpumem_lint.semantic.name_values import value_bindings
@@ -458,7 +459,7 @@ def _dict_starts_workers(value: cst.BaseExpression | None) -> bool:
     )
 
 
-def _context_method(call: cst.Call, given=()) -> str | None:
+def _context_method(call: cst.Call, given: Iterable[Given] = ()) -> str | None:
     """The start method `multiprocessing_context=` names, also where a `**` spread gives it (given_keywords.py)."""
     context = keyword(call, "multiprocessing_context")
     if context is None:

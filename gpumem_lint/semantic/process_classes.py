@@ -34,14 +34,13 @@ class ProcessClasses:
 
 def process_classes(facts: list[ScopeFacts]) -> ProcessClasses:
     table = process_table()
-    process_bases = frozenset(name for name, kind in table.constructors.items() if kind == "process")
     child: set[tuple[str, str]] = set()
     channels: dict[tuple[str, str], frozenset[cst.CSTNode]] = {}
     for each in facts:
         scope = each.scope
         if not scope.is_method or scope.classes is None:
             continue
-        if scope.name == "run" and scope.classes.derives_from(scope.class_name, process_bases):
+        if scope.name == "run" and scope.classes.derives_from(scope.class_name, table.process_classes):
             child.add((scope.class_name, scope.name))
         for crossing in each.processes.crossings:
             method = _self_attribute(crossing.target) if crossing.kind == "process" else None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 
 import libcst as cst
 
@@ -65,6 +65,11 @@ class ProcessTable:
     wait_functions: frozenset[str]
     queue_parameter: re.Pattern
     dataset_kept_keywords: frozenset[str]  # kept by the datasets of other modules (torchvision's)
+
+    @cached_property
+    def process_classes(self) -> frozenset[str]:
+        """The classes a `Process` subclass derives from: `multiprocessing.Process`, `torch.multiprocessing.Process`."""
+        return frozenset(name for name, kind in self.constructors.items() if kind == "process")
 
 
 @cache
@@ -339,8 +344,7 @@ class ProcessSemantics:
         classes = self.scope.classes
         if classes is None or not isinstance(node.func, cst.Name):
             return False
-        bases = frozenset(name for name, kind in process_table().constructors.items() if kind == "process")
-        return classes.derives_from(node.func.value, bases)
+        return classes.derives_from(node.func.value, process_table().process_classes)
 
     def _construct_subclass(self, node: cst.Call, args) -> Value:
         """A `Process` subclass's object: `start()` runs its class's `run` in the child, on an object holding what
