@@ -114,6 +114,21 @@ class InplaceWriteOnArgument(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # `/=` on a float rebinds the name: the caller's `total` keeps its value
+        """
+import torch
+
+
+def scale(total):
+    total /= 255
+    return total
+
+
+def show(images):
+    total = float(images.sum())
+    scaled = scale(total)
+    return total, scaled * torch.ones(3)
+""",
         # the object is made and called at once, and the caller returns its result without reading `x` again
         """
 import torch
@@ -704,6 +719,38 @@ def run():
 """,
     )
     INVALID = (
+        # the caller passes a tensor, so `/=` divides it in place: `image.mean()` reads the scaled values
+        Invalid(
+            """
+import torch
+
+
+def scale(image):
+    image /= 255
+    return image
+
+
+def show():
+    image = torch.rand(3, 8, 8) * 255
+    scaled = scale(image)
+    return image.mean(), scaled.mean()
+""",
+            (6,),
+            fixed="""
+import torch
+
+
+def scale(image):
+    image = image / 255
+    return image
+
+
+def show():
+    image = torch.rand(3, 8, 8) * 255
+    scaled = scale(image)
+    return image.mean(), scaled.mean()
+""",
+        ),
         # `Scale()(x)` runs `Scale.__call__`, which doubles `x` before the caller adds it to the result
         Invalid(
             """

@@ -819,7 +819,9 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         if place is None:
             return
         if self._unknown_parameter(place, target) and _operator(node) in self.k.inplace_operators:
-            self._written_if_tensor.add(place)  # `+=` on what the caller passed: in place if it is a tensor
+            # `x /= 255` on what the caller passed: in place if it is a tensor (a caller that passes one says so)
+            self._written_if_tensor.add(place)
+            self._write(target, node, _operator(node), state, certain=False)
         result = self._fresh(node, place, value, tensor=target.tensor or value.tensor)
         if rebinds:  # `x @= w` is `x = x @ w`
             self._operation_grad(result, [target, value])
