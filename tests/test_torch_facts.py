@@ -563,3 +563,15 @@ def test_f23_shape_keeping_functions_keep_the_dimensions(name):
         assert function(array).ndim == array.ndim
     counts = np.array([3, 1, 2])
     assert counts[np.argsort(counts)].ndim == 1
+
+
+def test_f56_detach_in_place_leaves_a_leaf_that_does_not_require_grad():
+    x = torch.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        x -= 0.1 * x.grad
+    assert "detach_" in _knowledge().detach_in_place_methods
+    x.detach_()
+    assert x.is_leaf and not x.requires_grad
+    x -= 0.1 * x.grad  # an optimiser's update, legal now
+    assert torch.allclose(x, torch.full((3,), 0.8))

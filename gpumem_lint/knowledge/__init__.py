@@ -29,6 +29,7 @@ class Knowledge:
     inplace_operators: frozenset[str]  # `x += y` writes x; `x @= y` rebinds it (no `Tensor.__imatmul__`)
     inplace_functions: frozenset[str]
     out_functions: frozenset[str]
+    out_methods: frozenset[str]  # the ones `torch.Tensor` has as methods
     view_methods: frozenset[str]
     view_functions: frozenset[str]
     view_properties: frozenset[str]
@@ -42,6 +43,7 @@ class Knowledge:
     may_alias_methods: frozenset[str]
     detach_methods: frozenset[str]
     detach_properties: frozenset[str]
+    detach_in_place_methods: frozenset[str]  # `t.detach_()`: t no longer requires grad
     tensor_to_numpy_methods: frozenset[str]
     other_numpy_frameworks: frozenset[str]  # `.numpy()` of their tensors copies
     array_copy_methods: frozenset[str]  # `a.astype(t)`: a new ndarray
@@ -102,7 +104,7 @@ class Knowledge:
             | self.multi_view_methods
             | self.detach_methods
             | self.evidence_methods
-            | self.out_functions  # `x.mean()`, `x.sigmoid()`: aten ops as methods
+            | self.out_methods  # `x.mean()`, `x.sigmoid()`: aten ops as methods
         )
         return frozenset(names - _BUILTIN_METHOD_NAMES)
 
@@ -149,6 +151,7 @@ def knowledge() -> Knowledge:
         inplace_operators=_set(ops["inplace_operators"]),
         inplace_functions=_set(ops["inplace_functions"]),
         out_functions=_set(ops["out_functions"]),
+        out_methods=_set(ops["out_methods"]),
         view_methods=_set(ops["view_methods"]) | _set(hand["views"]["methods"]),
         view_functions=_set(ops["view_functions"]),
         view_properties=_set(hand["views"]["properties"]),
@@ -162,6 +165,7 @@ def knowledge() -> Knowledge:
         may_alias_methods=_set(hand["may_alias"]["methods"]),
         detach_methods=_set(hand["detach"]["methods"]),
         detach_properties=_set(hand["detach"]["properties"]),
+        detach_in_place_methods=_set(hand["detach"]["in_place_methods"]),
         tensor_to_numpy_methods=_set(hand["numpy_bridge"]["tensor_to_numpy_methods"]),
         other_numpy_frameworks=_set(hand["numpy_bridge"]["other_numpy_frameworks"]),
         array_copy_methods=_set(hand["numpy_bridge"]["array_copy_methods"]),

@@ -89,6 +89,24 @@ class InplaceWriteOnGradLeaf(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # `self.x.detach_()` makes `x` a leaf that does not require grad: the update after it is legal (F56)
+        """
+import torch
+
+
+class Optimizer:
+    def __init__(self, x, lr):
+        self.x = x
+        self.lr = lr
+
+    def step(self, loss_fn):
+        self.x.requires_grad_(True)
+        loss = loss_fn(self.x)
+        grad = torch.autograd.grad(loss, self.x)[0]
+        self.x.detach_()
+        self.x -= self.lr * grad
+        return loss.item()
+""",
         # `requires_grad_(False)` on the moved module: its parameters no longer require grad
         """
 import torch

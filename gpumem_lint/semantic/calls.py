@@ -325,6 +325,8 @@ class CallSemantics:
         if method == "set_" and args:  # `x.set_(y)`: like `x.data = y`, invisible to autograd
             self._write(receiver, node, "set_", state)
             return receiver
+        if method in k.detach_in_place_methods:  # `x.detach_()`: x is now a leaf that does not require grad (F56)
+            return self._regrad(node, receiver, Grad.NO, dotted_name(node.func.value), state)
         if method in k.layout_write_methods and not receiver.ndarray:  # `k.transpose_(0, 1)`: new strides (F25)
             self._layout_write(receiver, node, method, state)
             return receiver
