@@ -126,9 +126,19 @@ def _public(namespace, names) -> list[str]:
 #: Augmented assignment and the in-place method Python calls for it; without that method
 #: (`Tensor.__imatmul__`), `x @= y` rebinds x to a new tensor.
 AUGMENTED = {
-    "+=": "__iadd__", "-=": "__isub__", "*=": "__imul__", "/=": "__itruediv__", "//=": "__ifloordiv__",
-    "%=": "__imod__", "**=": "__ipow__", "&=": "__iand__", "|=": "__ior__", "^=": "__ixor__",
-    "<<=": "__ilshift__", ">>=": "__irshift__", "@=": "__imatmul__",
+    "+=": "__iadd__",
+    "-=": "__isub__",
+    "*=": "__imul__",
+    "/=": "__itruediv__",
+    "//=": "__ifloordiv__",
+    "%=": "__imod__",
+    "**=": "__ipow__",
+    "&=": "__iand__",
+    "|=": "__ior__",
+    "^=": "__ixor__",
+    "<<=": "__ilshift__",
+    ">>=": "__irshift__",
+    "@=": "__imatmul__",
 }
 
 
@@ -177,6 +187,8 @@ def build_tables() -> dict:
         "inplace_functions_with_twin": [n for n in _public(torch, inplace) if callable(getattr(torch, n[:-1], None))],
         "inplace_view_functions": _public(torch, by_kind["inplace_view"]),
         "out_functions": _public(torch, by_kind["out"]),
+        # Of those, the ones `torch.Tensor` has as methods: `x.sigmoid()` is evidence of a tensor, `rng.randint()` is not.
+        "out_methods": _public(torch.Tensor, by_kind["out"]),
         "view_methods": view_methods,
         "view_functions": view_functions,
         "multi_view_methods": _public(torch.Tensor, by_kind["multi_view"]),

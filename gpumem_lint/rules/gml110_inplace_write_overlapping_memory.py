@@ -62,6 +62,14 @@ class InplaceWriteOverlappingMemory(Rule):
     triggers = ("torch", "numpy")
     scope_triggers = WRITES
     VALID = (
+        # `randint` is no `torch.Tensor` method: `random_state.randint(...)` (numpy's RandomState) gives no tensor
+        """
+def shift_in(num_items, length, random_state):
+    state = random_state.randint(0, num_items, size=length)
+    state[:-1] = state[1:]
+    state[-1] = random_state.randint(num_items)
+    return state
+""",
         # another row, transposed: the source and the destination share no element
         """
 import torch
