@@ -77,6 +77,15 @@ def _output_links() -> tuple[str, ...]:
     return tuple(sorted(f"{name}(" if name.isidentifier() else name for name in modules | ops))
 
 
+@cache
+def _module_write_keywords() -> tuple[str, ...]:
+    """Constructor keywords that make calling a module a write: `nn.ReLU(inplace=True)` writes its input,
+    `nn.Embedding(n, d, max_norm=1.0)` its own weight (aliasing.toml [renorming_calls])."""
+    from gpumem_lint.knowledge import knowledge
+
+    return ("inplace", knowledge().renorming_keyword)
+
+
 #: Off: every file is parsed in full (bench/fast_path_equality.py compares the two).
 enabled = True
 
@@ -251,14 +260,15 @@ class _Scan:
     assign `self.<name>`, and the `self.<name>` assigned a module that may be `inplace`. Expressions
     are entered only below an assignment's targets (and the keywords of a call it assigns)."""
 
-    def __init__(self, tree: ast.Module, inplace: bool) -> None:
+    def __init__(self, tree: ast.Module, inplace: tuple[str, ...]) -> None:
         #: (the function whose names it binds, or None at module level and in a class body; the statement).
         self.stores: list[tuple[_Function | None, ast.stmt]] = []
         self.declared: set[str] = set()
         self.imports: list[ast.stmt] = []
         #: The lines of the statements that assign `self.<name>` (semantic/scopes.py: a fact about the instances).
         self.self_stores: list[int] = []
-        #: (line, names) of `self.<name> = Call(..., inplace=...)` (or a Sequential led by one), when the file mentions `inplace`.
+        #: (line, names) of `self.<name> = Call(..., inplace=...)` (or a Sequential led by one; or `max_norm=`), for
+        #: the keywords of `inplace` the file mentions.
         self.inplace: list[tuple[int, set[str]]] = []
         stores, self_stores = self.stores, self.self_stores
         pending: list[tuple[list[ast.stmt], _Function | None]] = [(tree.body, None)]
@@ -273,7 +283,7 @@ class _Scan:
                             stores.append((scope, node))
                         if _binds_self_attribute(targets):
                             self_stores.append(node.lineno)
-                        if inplace and _may_hold_inplace_module(node.value):
+                        if inplace and _may_hold_inplace_module(node.value, inplace):
                             self.inplace.append((node.lineno, set(filter(None, map(_attribute_of_self, targets)))))
                 elif kind is ast.Expr or kind is ast.Return or kind is ast.Pass:
                     continue
@@ -334,15 +344,15 @@ def _binds_self_attribute(targets: list[ast.expr]) -> bool:
     return False
 
 
-def _may_hold_inplace_module(value: ast.expr | None) -> bool:
-    """`nn.ReLU(inplace=True)`, or a container whose first layer may be one: `nn.Sequential(nn.ReLU(inplace=True),
-    ...)`, `nn.Sequential(*layers)` (semantic/scopes.py `_first_layer`)."""
+def _may_hold_inplace_module(value: ast.expr | None, keywords: tuple[str, ...]) -> bool:
+    """`nn.ReLU(inplace=True)` (or `nn.Embedding(..., max_norm=1.0)`), or a container whose first layer may be
+    one: `nn.Sequential(nn.ReLU(inplace=True), ...)`, `nn.Sequential(*layers)` (semantic/scopes.py `_first_layer`)."""
     if not isinstance(value, ast.Call):
         return False
-    if any(keyword.arg == "inplace" for keyword in value.keywords):
+    if any(keyword.arg in keywords for keyword in value.keywords):
         return True
     first = value.args[0] if value.args else None
-    return isinstance(first, ast.Starred) or _may_hold_inplace_module(first)
+    return isinstance(first, ast.Starred) or _may_hold_inplace_module(first, keywords)
 
 
 def reduce_source(text: str, rules: Sequence[type[Rule]]) -> Reduction | None:
@@ -354,7 +364,7 @@ def reduce_source(text: str, rules: Sequence[type[Rule]]) -> Reduction | None:
     if tree is None:
         return None
     lines = _Lines(text)
-    scan = _Scan(tree, "inplace" in text)
+    scan = _Scan(tree, tuple(word for word in _module_write_keywords() if word in text))
     return _Reducer(lines, tree, scan, _Triggers(lines, scan, triggers)).run()
 
 
@@ -704,7 +714,7 @@ class _Reducer:
         needed to judge another), and those that use an attribute holding an `inplace` module
         (calling it is a write)."""
         inplace = set()
-        if self.index.contains("inplace", unit.start, unit.end):
+        if any(self.index.contains(word, unit.start, unit.end) for word in _module_write_keywords()):
             inplace = self.scan.inplace_attributes(unit.start, unit.end)
         uses_inplace = _self_attributes_pattern(inplace)
         shows, self_stores = self.index.shows, self.scan.self_stores

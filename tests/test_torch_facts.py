@@ -575,3 +575,25 @@ def test_f56_detach_in_place_leaves_a_leaf_that_does_not_require_grad():
     assert x.is_leaf and not x.requires_grad
     x -= 0.1 * x.grad  # an optimiser's update, legal now
     assert torch.allclose(x, torch.full((3,), 0.8))
+
+
+_RENORMING = _knowledge()
+
+
+@pytest.mark.parametrize("name", sorted(_RENORMING.renorming_modules | _RENORMING.renorming_functions))
+def test_f57_max_norm_rescales_the_weight_in_place_under_no_grad(name):
+    """aliasing.toml [renorming_calls]: each row, given `max_norm`, moves its weight's version without a leaf error."""
+    keyword = {_RENORMING.renorming_keyword: 0.5}
+    if name in _RENORMING.renorming_modules:
+        module = getattr(nn, name)(10, 4, **keyword)
+        weight, call = module.weight, lambda: module(torch.tensor([[1, 2]]))
+    else:
+        weight = torch.randn(10, 4, requires_grad=True)
+        call = lambda: getattr(F, name)(torch.tensor([[1, 2]]), weight, **keyword)  # noqa: E731
+    before = weight._version
+    call().sum().backward()  # a leaf that requires grad, written under no-grad: runs
+    assert weight._version > before and weight.requires_grad and weight.is_leaf
+    saved = weight @ torch.ones(4, 2, requires_grad=True)
+    call()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        saved.sum().backward()

@@ -44,6 +44,9 @@ class Knowledge:
     detach_methods: frozenset[str]
     detach_properties: frozenset[str]
     detach_in_place_methods: frozenset[str]  # `t.detach_()`: t no longer requires grad
+    renorming_modules: frozenset[str]  # `nn.Embedding(n, d, max_norm=1.0)`: each call writes its weight
+    renorming_functions: frozenset[str]  # `F.embedding(idx, weight, max_norm=1.0)`: writes `weight`
+    renorming_keyword: str
     tensor_to_numpy_methods: frozenset[str]
     other_numpy_frameworks: frozenset[str]  # `.numpy()` of their tensors copies
     array_copy_methods: frozenset[str]  # `a.astype(t)`: a new ndarray
@@ -166,6 +169,9 @@ def knowledge() -> Knowledge:
         detach_methods=_set(hand["detach"]["methods"]),
         detach_properties=_set(hand["detach"]["properties"]),
         detach_in_place_methods=_set(hand["detach"]["in_place_methods"]),
+        renorming_modules=_set(hand["renorming_calls"]["modules"]),
+        renorming_functions=_set(hand["renorming_calls"]["functions"]),
+        renorming_keyword=hand["renorming_calls"]["keyword"],
         tensor_to_numpy_methods=_set(hand["numpy_bridge"]["tensor_to_numpy_methods"]),
         other_numpy_frameworks=_set(hand["numpy_bridge"]["other_numpy_frameworks"]),
         array_copy_methods=_set(hand["numpy_bridge"]["array_copy_methods"]),

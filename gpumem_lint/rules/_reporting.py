@@ -25,7 +25,10 @@ def alias_phrase(handle: Handle) -> str:
 
 
 def write_text(ctx: FileContext, write: Write) -> str:
-    return f"`{_shorten(ctx.code(write.node))}`"
+    code = f"`{_shorten(ctx.code(write.node))}`"
+    if write.op == "max_norm":  # a call that shows no write: say which one it makes (F57)
+        return f"{code}, whose `max_norm` rescales the weight in place,"
+    return code
 
 
 def first_read(ctx: FileContext, reads: list[Read]) -> Read:

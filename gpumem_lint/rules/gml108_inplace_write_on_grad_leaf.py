@@ -89,6 +89,18 @@ class InplaceWriteOnGradLeaf(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # `max_norm` rescales the weight under no-grad (F57): no leaf error, the training step runs
+        """
+import torch
+import torch.nn as nn
+
+embedding = nn.Embedding(10, 4, max_norm=1.0)
+opt = torch.optim.SGD(embedding.parameters(), lr=0.1)
+for step in range(3):
+    out = embedding(torch.tensor([1, 2]))
+    out.sum().backward()
+    opt.step()
+""",
         # `self.x.detach_()` makes `x` a leaf that does not require grad: the update after it is legal (F56)
         """
 import torch

@@ -31,7 +31,9 @@ class InplaceWriteOnSavedTensor(Rule):
     `g_loss.backward()`, or a loss computed after the step from a tensor computed before it
     (the optimizer may be built in another method: `self.optim = Adam(self.vae.parameters())`
     in `__init__`, or the module be a function's parameter that every caller in the file fills with
-    one: `train(critic, Generator())`). What each op keeps is data
+    one: `train(critic, Generator())`), and a call of an `nn.Embedding` made with `max_norm`
+    (or `F.embedding(..., max_norm=m)`), which rescales the looked-up rows of its weight in place
+    (F57), after an op saved that weight (`emb.weight @ W.t()`). What each op keeps is data
     measured from torch ([`saved_for_backward.json`](../gpumem_lint/knowledge/saved_for_backward.json),
     [docs/facts.md](../docs/facts.md) A1–A4): `relu`, `sigmoid`, `tanh`, `exp`, `softmax` keep
     their output; `a * w` and `x @ w` keep each operand for the other one's gradient; `x + y`
@@ -116,6 +118,28 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # `max_norm=None` is the default: the embedding reads its weight and writes nothing
+        """
+import torch
+import torch.nn as nn
+
+
+class Scorer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(3, 5, max_norm=None)
+        self.W = nn.Parameter(torch.randn(7, 5))
+
+    def forward(self, idx):
+        a = self.embedding.weight @ self.W.t()
+        b = self.embedding(idx) @ self.W.t()
+        return (a.unsqueeze(0) + b.unsqueeze(1)).sum()
+
+
+def train(scorer, idx):
+    loss = scorer(idx)
+    loss.backward()
+""",
         # either Sequential ends in a BatchNorm2d, which keeps no output: the dropout may write it in place
         """
 import torch
@@ -766,6 +790,50 @@ criterion(model(torch.randn(2, 8)), torch.rand(2, 4)).backward()
 """,
     )
     INVALID = (
+        # `max_norm` makes each call of the embedding rescale the rows it looks up in place (F57): the second call
+        # overwrites the weight the first matmul saved
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+
+class Scorer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(3, 5, max_norm=1.0)
+        self.W = nn.Parameter(torch.randn(7, 5))
+
+    def forward(self, idx):
+        a = self.embedding.weight @ self.W.t()
+        b = self.embedding(idx) @ self.W.t()
+        return (a.unsqueeze(0) + b.unsqueeze(1)).sum()
+
+
+def train(scorer, idx):
+    loss = scorer(idx)
+    loss.backward()
+""",
+            (14,),
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn.functional as F
+
+
+def score(idx, weight, W):
+    a = weight @ W.t()
+    b = F.embedding(idx, weight, max_norm=1.0) @ W.t()
+    return (a.unsqueeze(0) + b.unsqueeze(1)).sum()
+
+
+weight = torch.randn(3, 5, requires_grad=True)
+W = torch.randn(7, 5, requires_grad=True)
+score(torch.tensor([1, 2]), weight, W).backward()
+""",
+            (8,),
+        ),
         # both arms bind a Sequential ending in `ReLU(inplace=True)`, which keeps its output: dropout overwrites it
         Invalid(
             """

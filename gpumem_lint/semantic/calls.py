@@ -10,6 +10,7 @@ import libcst as cst
 
 from gpumem_lint.knowledge.heuristics import heuristics
 from gpumem_lint.knowledge.memory_api import memory_api
+from gpumem_lint.semantic.class_facts import Held
 from gpumem_lint.semantic.imports import dotted_name, place_prefixes
 from gpumem_lint.semantic.indexing import constructed_ndim
 from gpumem_lint.semantic.literals import (
@@ -76,6 +77,9 @@ class CallSemantics:
             if layers[0].module != SEQUENTIAL:
                 return args[0]
             # a Sequential whose first layer wrote the argument returns its last layer's output: a call as any other
+        renormed = self._renormed_weight(func, name, callee, state)
+        if renormed is not None:
+            self._renorm(renormed, node, state)
         qualified = self.imports.qualify_name(name) if name is not None else None
         method = self._called_method(name, callee)
         if method is not None:
@@ -473,6 +477,9 @@ class CallSemantics:
             return EMPTY
         if qualified.startswith("torch.nn.functional."):
             name = qualified.rsplit(".", 1)[1]
+            if name in k.renorming_functions and _renorms(node, k.renorming_keyword):
+                weight = keywords.get("weight", args[1] if len(args) > 1 else EMPTY)
+                self._renorm(weight, node, state)
             if name in k.functional_inplace_underscore or (
                 name in k.functional_inplace_kwarg and is_constant(keyword(node, "inplace"), "True")
             ):
@@ -590,6 +597,35 @@ class CallSemantics:
         targets = {storage for h in optimizer.handles for storage in h.targets}
         self._write_storages(targets, node, "step()", state)
 
+    def _renormed_weight(
+        self, func: cst.BaseExpression, name: str | None, callee: Value | None, state: State
+    ) -> Value | None:
+        """`emb(idx)` of an `nn.Embedding(n, d, max_norm=1.0)`, bound here or in `__init__`: its weight."""
+        if name is None or callee is None:
+            return None
+        made = next((h.node for h in callee.handles if type(h.node) is cst.Call), None)
+        if made is None and type(func) is cst.Attribute and (head := dotted_name(func.value)) is not None:
+            fact = self._attribute_fact(head, func.attr.value, state.env.get(head, frozenset()))
+            made = fact.source if fact is not None and fact.held is Held.MODULE else None
+        if type(made) is not cst.Call:
+            return None
+        qualified = self.imports.qualify(made.func) or ""
+        if not (
+            qualified.startswith("torch.nn.")
+            and qualified.rsplit(".", 1)[1] in self.k.renorming_modules
+            and _renorms(made, self.k.renorming_keyword)
+        ):
+            return None
+        return Value(self._place_value(f"{name}.weight", state), tensor=True)
+
+    def _renorm(self, weight: Value, node: cst.Call, state: State) -> None:
+        """`max_norm` rescales the looked-up rows in place under no-grad: the weight's version moves (F57)."""
+        self._no_grad += 1
+        try:
+            self._write(weight, node, "max_norm", state, partial=True)
+        finally:
+            self._no_grad -= 1
+
     def _write_storages(self, storages, node: cst.CSTNode, op: str, state: State) -> None:
         writers = {self._handle(("step", id(node), id(storage)), storage, AliasKind.OWN, node) for storage in storages}
         self._write(Value(frozenset(writers)), node, op, state, module=True)
@@ -682,3 +718,9 @@ def _common_ndim(value: Value) -> int | None:
     """The number of dimensions every handle of `value` is known to have, else None."""
     ndims = {handle.ndim for handle in value.handles}
     return ndims.pop() if len(ndims) == 1 else None
+
+
+def _renorms(call: cst.Call, keyword_name: str) -> bool:
+    """`max_norm=1.0` given, and not as `None`."""
+    given = keyword(call, keyword_name)
+    return given is not None and not is_constant(given, "None")

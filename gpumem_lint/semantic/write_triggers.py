@@ -36,8 +36,9 @@ WRITES: tuple[Trigger, ...] = (
     re.compile(r"_(?<=[^\W_]_)\s*\("),  # every in-place op ends with `_`: x.add_(1), torch.relu_(x), nn.init.zeros_(w)
     re.compile(r"[(,]\s*out\s*=(?!=)"),  # torch.add(a, b, out=c), np.add(a, b, out=c)
     # F.relu(x, inplace=True) and nn.ReLU(inplace=True) modules; F.batch_norm(..., training=True)
-    # updates its running statistics; np.copyto(dst, src); a module loading other weights.
-    re.compile(r"inplace|copyto|load_state_dict"),
+    # updates its running statistics; np.copyto(dst, src); a module loading other weights; F.embedding(...,
+    # max_norm=1.0) and nn.Embedding(..., max_norm=1.0) renormalise their weight.
+    re.compile(r"inplace|copyto|load_state_dict|max_norm"),
     re.compile(r"training\s*=\s*True"),
     AllOf(_MODULE_STATE, _TRAINING_CALL),
     re.compile(r"self\.\w+\.step\s*\("),  # an optimizer another method built (class_facts.py `Held.OPTIMIZER`)
