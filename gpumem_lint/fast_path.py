@@ -13,7 +13,7 @@ read from it:
   (they belong to the module scope); in a class with a kept method, or that a kept scope
   names, the methods that say what its instances hold (`self.fc = nn.Linear(...)`,
   `register_buffer`, a grad switch) and those that use an attribute holding an `inplace`
-  module (calling it is a write); a method that only reads `self.*` is not needed to judge another;
+  module or an Embedding given `max_norm` (calling it is a write); a method that only reads `self.*` is not needed to judge another;
 - any scope that mentions a kept top-level function by name (calling a function that
   writes its argument is a write in the caller, and confirms that function's finding), and
   its callers in turn, as many calls up as the model follows (semantic/call_depth.py); so too

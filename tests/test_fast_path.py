@@ -186,6 +186,26 @@ class Trainer:
             self.optimizer.step()
             release()
 """,
+    "an Embedding made with max_norm in __init__, called in forward": """
+import torch
+import torch.nn as nn
+
+
+class Scorer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(3, 5, max_norm=1.0)
+        self.W = nn.Parameter(torch.randn(7, 5))
+
+    def forward(self, idx):
+        a = self.embedding.weight @ self.W.t()
+        b = self.embedding(idx) @ self.W.t()
+        return (a.unsqueeze(0) + b.unsqueeze(1)).sum()
+
+
+def train(scorer, idx):
+    scorer(idx).backward()
+""",
     "module-level statements": """
 import torch
 weights = torch.ones(4)
@@ -288,6 +308,7 @@ def test_every_write_making_name_matches_the_write_triggers():
         "F.relu(x, inplace=True)",
         "F.batch_norm(x, m, v, training=True)",
         "np.copyto(a, b)",
+        "F.embedding(i, w, max_norm=1.0)",
         "model.load_state_dict(y)",
         "opt = SGD(model.parameters()); opt.step()",
         "sd = model.state_dict(); train_one_epoch(model)",
