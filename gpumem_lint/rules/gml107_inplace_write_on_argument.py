@@ -114,6 +114,25 @@ class InplaceWriteOnArgument(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # `rows[i] = v` on a list the caller passes stores an item: no tensor is written
+        """
+import torch
+
+
+class Mark:
+    def __init__(self, value):
+        self.value = value
+
+    def __call__(self, rows, i):
+        rows[i] = self.value
+        return rows
+
+
+def build(n):
+    rows = [torch.zeros(3) for _ in range(n)]
+    marked = Mark(None)(rows, 0)
+    return rows, marked
+""",
         # `/=` on a float rebinds the name: the caller's `total` keeps its value
         """
 import torch
@@ -719,6 +738,47 @@ def run():
 """,
     )
     INVALID = (
+        # the caller passes a tensor, so `pitch[mask] = nan` writes it: `torch.isnan(pitch)` counts the marked frames
+        Invalid(
+            """
+import torch
+
+
+class At:
+    def __init__(self, value):
+        self.value = value
+
+    def __call__(self, pitch, harmonicity):
+        pitch[harmonicity < self.value] = float("nan")
+        return pitch
+
+
+def voiced():
+    pitch = torch.tensor([100.0, 110.0])
+    out = At(0.2)(pitch, torch.tensor([0.1, 0.3]))
+    return out, torch.isnan(pitch).sum()
+""",
+            (10,),
+            fixed="""
+import torch
+
+
+class At:
+    def __init__(self, value):
+        self.value = value
+
+    def __call__(self, pitch, harmonicity):
+        pitch = pitch.clone()
+        pitch[harmonicity < self.value] = float("nan")
+        return pitch
+
+
+def voiced():
+    pitch = torch.tensor([100.0, 110.0])
+    out = At(0.2)(pitch, torch.tensor([0.1, 0.3]))
+    return out, torch.isnan(pitch).sum()
+""",
+        ),
         # the caller passes a tensor, so `/=` divides it in place: `image.mean()` reads the scaled values
         Invalid(
             """

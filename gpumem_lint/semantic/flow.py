@@ -763,6 +763,13 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
             self._check_self_index(target, container, self._index_values(target, state))
             return
         place = dotted_name(target.value)
+        if place is not None and self._unknown_parameter(place, container) and not keyed_by_string(target):
+            # `x[mask] = v` on what the caller passed: in place if it is a tensor (a caller that passes one says so)
+            self._written_if_tensor.add(place)
+            partial, index = self._index_extent(target)
+            self._write(
+                container, target, "[] =", state, partial=partial, index=index, certain=False, advanced=advanced
+            )
         if place is not None and value.handles:
             key = _literal_key(target)
             if key is not None and keyed_by_string(target):
