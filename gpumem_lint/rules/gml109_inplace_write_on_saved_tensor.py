@@ -42,7 +42,9 @@ class InplaceWriteOnSavedTensor(Rule):
     writes no tensor. A write to a tensor saved on one arm of a test (`bn = self.bn(x) if
     self.with_bn else x`) through a name bound on the other arm is not one path, and is not
     reported. The input of a `forward` that hands it, or a name bound from it, to
-    `torch.from_numpy` is a numpy array, which records no graph (a transform module). `d[key] *= m` writes the item stored under `key` when the key is a literal or
+    `torch.from_numpy` is a numpy array, which records no graph (a transform module). A helper
+    method that a module's `forward` calls (`self._gate(x)`) is trained when that `forward` returns
+    what requires grad, as its own ops are. `d[key] *= m` writes the item stored under `key` when the key is a literal or
     a loop over literal keys binds it (`for key in ["mask"]:`), not the dict's other items.
 
     ## Why is this bad?
@@ -118,6 +120,27 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # the forward that calls the helper returns an index, which records no graph: no backward reaches the
+        # sigmoid the helper writes to
+        """
+import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n, n))
+        self.bias = nn.Parameter(torch.zeros(n))
+
+    def forward(self, x):
+        return self._gate(x).argmax(-1)
+
+    def _gate(self, x):
+        value = torch.sigmoid(x @ self.weight)
+        value += self.bias
+        return value
+""",
         # `max_norm=None` is the default: the embedding reads its weight and writes nothing
         """
 import torch
@@ -790,6 +813,49 @@ criterion(model(torch.randn(2, 8)), torch.rand(2, 4)).backward()
 """,
     )
     INVALID = (
+        # a helper method a module's forward calls is part of its graph: the loss's backward needs the sigmoid's
+        # output, which the helper overwrites (torchTS's DCGRUCell._fc)
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n, n))
+        self.bias = nn.Parameter(torch.zeros(n))
+
+    def forward(self, x):
+        return self._gate(x) * x
+
+    def _gate(self, x):
+        value = torch.sigmoid(x @ self.weight)
+        value += self.bias
+        return value
+""",
+            (17,),
+            fixed="""
+import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n, n))
+        self.bias = nn.Parameter(torch.zeros(n))
+
+    def forward(self, x):
+        return self._gate(x) * x
+
+    def _gate(self, x):
+        value = torch.sigmoid(x @ self.weight)
+        value = value + self.bias
+        return value
+""",
+        ),
         # `max_norm` makes each call of the embedding rescale the rows it looks up in place (F57): the second call
         # overwrites the weight the first matmul saved
         Invalid(

@@ -129,11 +129,28 @@ def _passed(facts: list[ScopeFacts]) -> dict[int, dict[str, Passed]]:
                     continue
                 leaf = any(h.grad_leaf() is not None for h in value.handles)
                 # a caller that a training caller passes tensors trains what it passes them on to
-                training = caller.scope.trains or caller.called_by_training or name in caller.differentiated
+                training = (
+                    caller.scope.trains
+                    or caller.called_by_training
+                    or name in caller.differentiated
+                    or _differentiated_forward(caller)
+                )
                 passed = Passed(grad, leaf, training, module, saved)
                 table = found.setdefault(id(callee), {})
                 table[parameter] = table[parameter].join(passed) if parameter in table else passed
     return found
+
+
+def _differentiated_forward(facts: ScopeFacts) -> bool:
+    """A module's forward that returns what requires grad: a loss's backward runs through the helpers it
+    calls (`self._fc(inputs, state)`), as through its own ops."""
+    scope = facts.scope
+    return (
+        scope.is_forward
+        and scope.classes is not None
+        and scope.classes.is_module_class(scope.class_name)
+        and facts.returns_grad is not Grad.NO
+    )
 
 
 def _same_facts(table: dict[str, Passed] | None) -> dict | None:
