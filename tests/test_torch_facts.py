@@ -597,3 +597,16 @@ def test_f57_max_norm_rescales_the_weight_in_place_under_no_grad(name):
     call()
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         saved.sum().backward()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_f58_what_indexes_a_tensor_is_an_integer_that_never_requires_grad(dtype):
+    """`x[idx]`: torch takes an integer or bool index tensor, no other (flow.py `_index_grad`)."""
+    x = torch.randn(5, 3, requires_grad=True)
+    with pytest.raises(IndexError, match="must be long, int, byte or bool"):
+        x[torch.zeros(2, dtype=dtype)]
+    for index in (torch.tensor([0, 2]), torch.tensor([0, 2], dtype=torch.int32), x[:, 0] > 0):
+        with pytest.raises(RuntimeError, match="floating point"):
+            index.requires_grad_()
+        picked = index.gather(0, torch.tensor([0])) if index.dtype != torch.bool else index[:1]
+        assert picked.grad_fn is None and not picked.requires_grad

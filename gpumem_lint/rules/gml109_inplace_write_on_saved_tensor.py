@@ -44,7 +44,8 @@ class InplaceWriteOnSavedTensor(Rule):
     reported. The input of a `forward` that hands it, or a name bound from it, to
     `torch.from_numpy` is a numpy array, which records no graph (a transform module). A helper
     method that a module's `forward` calls (`self._gate(x)`) is trained when that `forward` returns
-    what requires grad, as its own ops are. `d[key] *= m` writes the item stored under `key` when the key is a literal or
+    what requires grad, as its own ops are. A tensor that indexes another (`s_pts[idx, :]`) is an
+    integer or bool tensor (F58) and never requires grad: what is computed from it alone saves nothing. `d[key] *= m` writes the item stored under `key` when the key is a literal or
     a loop over literal keys binds it (`for key in ["mask"]:`), not the dict's other items.
 
     ## Why is this bad?
@@ -120,6 +121,32 @@ class InplaceWriteOnSavedTensor(Rule):
     triggers = ("torch",)
     scope_triggers = WRITES
     VALID = (
+        # `neighb_inds` indexes `s_pts`, so it is an integer tensor (F58), which never requires grad: its `gather`
+        # records no backward and keeps no `row_inds` (KPConv-PyTorch's deformable neighbours)
+        """
+import torch
+import torch.nn as nn
+
+
+class Neighbors(nn.Module):
+    def __init__(self, kernel_points):
+        super().__init__()
+        self.kernel_points = nn.Parameter(kernel_points)
+
+    def forward(self, s_pts, neighb_inds, k):
+        neighbors = s_pts[neighb_inds, :]
+        distances = ((neighbors.unsqueeze(2) - self.kernel_points) ** 2).sum(dim=3)
+        in_range = (distances < 1.0).sum(dim=2)
+        row_bool, row_inds = torch.topk(in_range, k, dim=1)
+        new_inds = neighb_inds.gather(1, row_inds)
+        row_inds.unsqueeze_(2)
+        return new_inds, distances.gather(1, row_inds.expand(-1, -1, distances.size(2)))
+
+
+model = Neighbors(torch.randn(4, 3))
+inds, dist = model(torch.randn(10, 3), torch.randint(0, 10, (6, 5)), 2)
+dist.sum().backward()
+""",
         # the forward that calls the helper returns an index, which records no graph: no backward reaches the
         # sigmoid the helper writes to
         """

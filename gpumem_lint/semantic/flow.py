@@ -1002,6 +1002,8 @@ class ScopeAnalyzer(CallSemantics, ProcessSemantics, GradSemantics, SavedSemanti
         layer = self._layer(base, node)
         if layer is not None:  # `model[0]` of an `nn.Sequential` whose layers the constructor shows
             return layer
+        if self._is_array(base) or _requires_grad(base) or _indexes_dimensions(node):
+            self._index_grad(node, state)  # what indexes an array is an integer, never requiring grad
         if not self._is_array(base) and _indexes_dimensions(node) and _requires_grad(base):
             # `outputs[0][:, -1, :]` of a model's output: only a tensor both requires grad and takes a slice
             # among several dimensions (a list or dict takes neither)

@@ -99,6 +99,18 @@ class GradSemantics:
         off = isinstance(value_node, cst.Name) and value_node.value == "False"
         self._regrad(target, owner, Grad.NO if off else Grad.YES, dotted_name(target.value), state)
 
+    def _index_grad(self, node: cst.Subscript, state: State) -> None:
+        """`s_pts[idx, :]` of a tensor: a tensor that indexes one is of an integer or bool dtype (torch
+        takes no other, F58), and such a tensor never requires grad."""
+        for element in node.slice:
+            index = element.slice
+            if not (isinstance(index, cst.Index) and type(index.value) is cst.Name):
+                continue
+            name = index.value.value
+            handles = state.env.get(name, frozenset())
+            if any(h.grad >= Grad.MAY for h in handles) and all(h.role is None for h in handles):
+                self._regrad(index.value, Value(handles, tensor=True), Grad.NO, name, state)
+
     def _regrad(self, node: cst.CSTNode, value: Value, grad: Grad, place: str | None, state: State) -> Value:
         handles = set()
         for source in value.handles:
