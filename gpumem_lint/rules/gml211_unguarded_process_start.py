@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 import re
 from collections.abc import Iterator
 
@@ -15,7 +17,7 @@ from gpumem_lint.rules._boundaries import (
     process_model,
 )
 from gpumem_lint.rules.base import Invalid, Report, Rule
-from gpumem_lint.semantic.datasets import WORKER_LOADER, WorkerLoader
+from gpumem_lint.semantic.datasets import WORKER_LOADER, Datasets, WorkerLoader
 from gpumem_lint.semantic.imports import dotted_name
 from gpumem_lint.semantic.processes import PROCESS_CROSSING
 from gpumem_lint.semantic.reimport import skipped_on_reimport
@@ -36,6 +38,11 @@ class UnguardedProcessStart(Rule):
     `if __name__ == "__main__":`, when they start with spawn or forkserver: chosen by the
     code (`torch.multiprocessing.spawn` always spawns) or by default (forkserver is the
     stdlib default on Linux from Python 3.14; spawn on macOS and Windows).
+    A loader is one a `DataLoader(...)` call makes, or one a function of the module returns
+    (`test_loader = create_dataloader(test_set, opt)`, whose `return DataLoader(...)` asks for
+    workers; `train_loader, val_loader = get_loaders()` of a `return train, val`), also kept in a
+    list or dict and taken out again (`test_loaders.append(test_loader)`, then `for test_loader in
+    test_loaders:`); a pass over the list itself starts nothing.
 
     ## Why is this bad?
     A spawn or forkserver child starts a fresh interpreter and imports the main module
@@ -92,6 +99,51 @@ class UnguardedProcessStart(Rule):
     triggers = ("multiprocessing", "ProcessPoolExecutor", "DataLoader")
     file_trigger = re.compile(f"{PROCESS_CROSSING.pattern}|{WORKER_LOADER.pattern}")
     VALID = (
+        # the helper's loader has no workers: iterating it starts no process
+        """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def create_dataloader(dataset):
+    return DataLoader(dataset, batch_size=4, num_workers=0)
+
+
+loader = create_dataloader(TensorDataset(torch.randn(16, 3)))
+for (batch,) in loader:
+    print(batch.shape)
+""",
+        # the loop over the loader the helper returns runs under the guard
+        """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def create_dataloader(dataset):
+    return DataLoader(dataset, batch_size=4, num_workers=2, multiprocessing_context="spawn")
+
+
+if __name__ == "__main__":
+    loader = create_dataloader(TensorDataset(torch.randn(16, 3)))
+    for (batch,) in loader:
+        print(batch.shape)
+""",
+        # a pass over the list of loaders is no pass over a loader: only their lengths are read
+        """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def create_dataloader(dataset):
+    return DataLoader(dataset, batch_size=4, num_workers=2, multiprocessing_context="spawn")
+
+
+loaders = []
+for size in (8, 16):
+    loaders.append(create_dataloader(TensorDataset(torch.randn(size, 3))))
+for loader in loaders:
+    print(len(loader))
+""",
         # the function iterates the loaders it is given, not the module's dict of the same name
         """
 import torch
@@ -191,6 +243,90 @@ if mp.current_process().name == "MainProcess":  # a re-importing child already h
 """,
     )
     INVALID = (
+        # the loaders a helper of the script returns, kept in a list and iterated by top-level code (SPSR)
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def create_dataloader(dataset, phase):
+    if phase == "train":
+        return DataLoader(dataset, batch_size=4, shuffle=True, num_workers=2, multiprocessing_context="spawn")
+    return DataLoader(dataset, batch_size=1, num_workers=1, multiprocessing_context="spawn")
+
+
+test_loaders = []
+for phase in ("val", "test"):
+    test_loader = create_dataloader(TensorDataset(torch.randn(4, 3)), phase)
+    test_loaders.append(test_loader)
+
+for test_loader in test_loaders:
+    for (batch,) in test_loader:
+        print(batch.shape)
+""",
+            (18,),
+            fixed="""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def create_dataloader(dataset, phase):
+    if phase == "train":
+        return DataLoader(dataset, batch_size=4, shuffle=True, num_workers=2, multiprocessing_context="spawn")
+    return DataLoader(dataset, batch_size=1, num_workers=1, multiprocessing_context="spawn")
+
+
+test_loaders = []
+for phase in ("val", "test"):
+    test_loader = create_dataloader(TensorDataset(torch.randn(4, 3)), phase)
+    test_loaders.append(test_loader)
+
+if __name__ == "__main__":
+    for test_loader in test_loaders:
+        for (batch,) in test_loader:
+            print(batch.shape)
+""",
+        ),
+        # one of the loaders a helper returns as a tuple, iterated in the script's epoch loop (DID-MDN)
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def get_loaders(batch_size, workers):
+    spawn = {"num_workers": workers, "multiprocessing_context": "spawn"}
+    train = DataLoader(TensorDataset(torch.randn(16, 3)), batch_size=batch_size, shuffle=True, **spawn)
+    val = DataLoader(TensorDataset(torch.randn(8, 3)), batch_size=batch_size, **spawn)
+    return train, val
+
+
+train_loader, val_loader = get_loaders(4, 2)
+for epoch in range(2):
+    for i, (batch,) in enumerate(val_loader, 0):
+        print(epoch, i, batch.shape)
+""",
+            (15,),
+            fixed="""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def get_loaders(batch_size, workers):
+    spawn = {"num_workers": workers, "multiprocessing_context": "spawn"}
+    train = DataLoader(TensorDataset(torch.randn(16, 3)), batch_size=batch_size, shuffle=True, **spawn)
+    val = DataLoader(TensorDataset(torch.randn(8, 3)), batch_size=batch_size, **spawn)
+    return train, val
+
+
+train_loader, val_loader = get_loaders(4, 2)
+if __name__ == "__main__":
+    for epoch in range(2):
+        for i, (batch,) in enumerate(val_loader, 0):
+            print(epoch, i, batch.shape)
+""",
+        ),
         # the script's training function iterates the loaders top-level code put in a dict
         Invalid(
             """
@@ -476,81 +612,146 @@ if __name__ == "__main__":
 
 
 def _loader_passes(ctx: FileContext) -> Iterator[tuple[cst.BaseExpression, WorkerLoader]]:
-    """Top-level code iterating a DataLoader with workers that top-level code made (`for b in loader:`,
-    `enumerate(loader)`, `iter(loader)`): each pass starts its workers."""
-    made = {id(loader.node): loader for loader in module_datasets(ctx).worker_loaders}
-    if not made:
+    """Top-level code iterating a DataLoader with workers that top-level code made or got from a function
+    of the module (`for b in loader:`, `enumerate(loader)`, `iter(loader)`): each pass starts its workers."""
+    found = module_datasets(ctx)
+    if not found.worker_loaders:
         return
-    names = _module_loader_names(ctx, made)
-    if names:
-        finder = _Passes(names)
-        for statement in ctx.module.body:
-            if not isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-                finder.walk(statement)
+    held = _module_loader_names(ctx, found)
+    if held.loaders or held.holders:
+        finder = _Passes(held)
+        for statement in _top_level_code(ctx.module):
+            finder.walk(statement)
         yield from finder.found
 
 
-def _module_loader_names(ctx: FileContext, made: dict[int, WorkerLoader]) -> dict[str, WorkerLoader]:
-    """The names top-level code binds to DataLoaders with workers, or to a dict of them
-    (`loaders = {x: DataLoader(sets[x], num_workers=4) for x in ("train", "val")}`)."""
-    names: dict[str, WorkerLoader] = {}
-    for statement in ctx.module.body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                loader = _loader_held(small.value, made) if isinstance(small, cst.Assign) else None
-                if loader is not None:
-                    names.update((t.target.value, loader) for t in small.targets if isinstance(t.target, cst.Name))
+def _top_level_code(module: cst.Module) -> list[cst.CSTNode]:
+    return [s for s in module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+
+
+def _module_loader_names(ctx: FileContext, found: Datasets) -> _LoaderNames:
+    """The names top-level code (also in its loops, `if`s and `with`s) binds to DataLoaders with workers,
+    and to lists or dicts of them (`loaders = {x: DataLoader(sets[x], num_workers=4) for x in ...}`,
+    `test_loaders.append(test_loader)`)."""
+    names = _LoaderNames(found)
+    for _ in range(2):  # a name bound in a loop's body, read by the loop's head
+        for statement in _top_level_code(ctx.module):
+            names.walk(statement)
     return names
-
-
-def _loader_held(value: cst.BaseExpression, made: dict[int, WorkerLoader]) -> WorkerLoader | None:
-    """The DataLoader with workers `value` is, or that a dict of loaders written out holds."""
-    if isinstance(value, cst.DictComp):
-        return made.get(id(value.value))
-    if isinstance(value, cst.Dict):
-        held = (made.get(id(e.value)) for e in value.elements if isinstance(e, cst.DictElement))
-        return next((loader for loader in held if loader is not None), None)
-    return made.get(id(value))
 
 
 def _function_loader_passes(ctx: FileContext) -> Iterator[tuple[cst.FunctionDef, cst.BaseExpression, WorkerLoader]]:
     """Top-level functions that iterate a DataLoader with workers that they make, or that top-level code
     made (`train_model()` of a script): calling one starts the workers. Each with its first pass."""
-    made = {id(loader.node): loader for loader in module_datasets(ctx).worker_loaders}
-    if not made:
+    found = module_datasets(ctx)
+    if not found.worker_loaders:
         return
-    module_names = _module_loader_names(ctx, made)
+    module_names = _module_loader_names(ctx, found)
     for statement in ctx.module.body:
         if not isinstance(statement, cst.FunctionDef):
             continue
-        bound = _LoaderNames(made)
+        bound = _LoaderNames(found)
         bound.walk(statement.body)
         local = bound.bound | {param.name.value for param in statement.params.params}
-        names = {name: loader for name, loader in module_names.items() if name not in local} | bound.names
-        if names:
-            finder = _Passes(names)
+        bound.inherit(module_names, local)
+        if bound.loaders or bound.holders:
+            finder = _Passes(bound)
             finder.walk(statement.body)
             if finder.found:
                 yield statement, *finder.found[0]
 
 
 class _LoaderNames(Walker):
-    """The names a function binds to DataLoaders with workers it makes (`loader = DataLoader(ds, num_workers=2)`)."""
+    """The names a scope binds to DataLoaders with workers (`loader = DataLoader(ds, num_workers=2)`,
+    `loader = create_dataloader(ds)` of a function that returns one, `a, b = make_loaders()`, `for
+    loader in loaders:`), and to lists and dicts that hold them."""
 
-    def __init__(self, made: dict[int, WorkerLoader]) -> None:
-        self.made = made
-        self.names: dict[str, WorkerLoader] = {}
-        self.bound: set[str] = set()  # every name the function assigns: a global of that name is not read
+    def __init__(self, found: Datasets) -> None:
+        self.found = found
+        self.loaders: dict[str, WorkerLoader] = {}
+        self.holders: dict[str, WorkerLoader] = {}  # a list or dict of loaders: `loaders[phase]` is one
+        self.bound: set[str] = set()  # every name the scope assigns: a global of that name is not read
+
+    def inherit(self, outer: _LoaderNames, local: set[str]) -> None:
+        """The outer scope's names that this one does not bind itself."""
+        self.loaders = {n: v for n, v in outer.loaders.items() if n not in local} | self.loaders
+        self.holders = {n: v for n, v in outer.holders.items() if n not in local} | self.holders
+
+    def loader(self, value: cst.BaseExpression, position: int | None = None) -> WorkerLoader | None:
+        if position is None and isinstance(value, cst.Name) and value.value in self.loaders:
+            return self.loaders[value.value]
+        return self.found.loader_given(value, position)
+
+    def held(self, value: cst.BaseExpression) -> WorkerLoader | None:
+        """The loader a dict or list written out holds, or that a holder's name holds."""
+        if isinstance(value, cst.Name):
+            return self.holders.get(value.value)
+        if isinstance(value, cst.DictComp):
+            return self.loader(value.value)
+        if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+            return self.loader(value.elt)
+        if isinstance(value, cst.Dict):
+            elements = (e.value for e in value.elements if isinstance(e, cst.DictElement))
+        elif isinstance(value, (cst.List, cst.Tuple)):
+            elements = (e.value for e in value.elements if isinstance(e, cst.Element))
+        else:
+            return None
+        return next((loader for loader in map(self.loader, elements) if loader is not None), None)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        targets = [t.target.value for t in node.targets if type(t.target) is cst.Name]
-        self.bound.update(targets)
-        loader = _loader_held(node.value, self.made)
-        if loader is not None:
-            self.names.update((target, loader) for target in targets)
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.bound.add(target.value)
+            loader, held = self.loader(value), self.held(value)
+            if loader is not None:
+                self.loaders[target.value] = loader
+            elif held is not None:
+                self.holders[target.value] = held
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = [e.value for e in target.elements]
+            values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
+            if values is not None and len(values) == len(elements):
+                for element, item in zip(elements, values):
+                    self._bind(element, item.value)
+                return
+            for position, element in enumerate(elements):
+                if isinstance(element, cst.Name):
+                    self.bound.add(element.value)
+                    loader = self.loader(value, position)
+                    if loader is not None:
+                        self.loaders[element.value] = loader
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func  # `loaders.append(loader)`: the list holds a loader
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value == "append":
+            loader = self.loader(node.args[0].value) if node.args else None
+            if loader is not None:
+                self.holders[func.value.value] = loader
+
+    def visit_For(self, node: cst.For) -> None:
+        """`for loader in loaders:`, `for phase, loader in loaders.items():` over a holder."""
+        source, target = node.iter, node.target
+        if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute):
+            method, source = source.func.attr.value, source.func.value
+            if method == "items" and isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                target = target.elements[1].value
+            elif method != "values":
+                return
+        held = self.held(source) if isinstance(source, cst.Name) else None
+        if held is not None and isinstance(target, cst.Name):
+            self.loaders[target.value] = held
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False  # a nested function's loader is its own
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
 
 
 #: Calls that iterate their first argument (or hand its items on, to be iterated).
@@ -563,8 +764,9 @@ def _last_name(func: cst.BaseExpression) -> str | None:
 
 
 class _Passes(Walker):
-    def __init__(self, loaders: dict[str, WorkerLoader]) -> None:
-        self.loaders = loaders
+    def __init__(self, names: _LoaderNames) -> None:
+        self.loaders = names.loaders
+        self.holders = names.holders
         self.found: list[tuple[cst.BaseExpression, WorkerLoader]] = []
 
     def visit_For(self, node: cst.For) -> None:
@@ -584,8 +786,9 @@ class _Passes(Walker):
         while isinstance(named, cst.Call) and named.args and _last_name(named.func) in _ITERATING:
             named = named.args[0].value
         if isinstance(named, cst.Subscript):  # `loaders[phase]` of a dict of loaders
-            named = named.value
-        if isinstance(named, cst.Name) and named.value in self.loaders:
+            if isinstance(named.value, cst.Name) and named.value.value in self.holders:
+                self.found.append((node, self.holders[named.value.value]))
+        elif isinstance(named, cst.Name) and named.value in self.loaders:
             self.found.append((node, self.loaders[named.value]))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:

@@ -56,8 +56,10 @@ class UnpicklableCallableToProcess(Rule):
     (`Compose([...])`, `transforms.Lambda(...)`: spelled CapWords, as PEP 8 spells classes), stored on
     an object of a class of this module as it is built (by its `__init__`, a base class's, or a method
     they call: `self.len_fn = lambda tokens: ...`; not for a class with `__getstate__` or `__reduce__`), or
-    returned by a function of this module; the same holds for a task, a target, a `collate_fn` or
-    a `worker_init_fn` (`collate_fn=make_collate(pad)`, which returns a nested `def`). A dataset
+    returned by a function of this module, or by a method of the class whose method makes the loader
+    (or its override in a subclass of the module); the same holds for a task, a target, a `collate_fn` or
+    a `worker_init_fn` (`collate_fn=make_collate(pad)`, or `collate_fn=self._get_collate_fun()`, which
+    returns a nested `def`). A dataset
     that is an instance of a class defined inside a function (`Dataset = get_dataset(opt)`, whose
     body defines and returns `class Dataset(...)`) cannot be pickled either: pickle finds a class by
     its qualified name, `get_dataset.<locals>.Dataset`. A `DataLoader` subclass of the module that
@@ -103,6 +105,44 @@ class UnpicklableCallableToProcess(Rule):
     triggers = ("multiprocessing", "ProcessPoolExecutor", "DataLoader")
     file_trigger = re.compile(f"{PROCESS_CROSSING.pattern}|{WORKER_LOADER.pattern}")
     VALID = (
+        # the helper returns a module-level function, which pickle finds by its name
+        """
+import random
+
+from torch.utils.data import DataLoader
+
+
+def seed_worker(worker_id):
+    random.seed(worker_id)
+
+
+def get_worker_init():
+    return seed_worker
+
+
+def loader(data):
+    return DataLoader(data, num_workers=2, worker_init_fn=get_worker_init(), multiprocessing_context="spawn")
+""",
+        # the method returns a module-level function, which pickle finds by its name
+        """
+import torch
+from torch.utils.data import DataLoader
+
+
+def stack(batch):
+    return torch.stack(batch)
+
+
+class Job:
+    def __init__(self, data):
+        self.data = data
+
+    def _get_collate_fun(self):
+        return stack
+
+    def loader(self):
+        return DataLoader(self.data, num_workers=2, collate_fn=self._get_collate_fun(), multiprocessing_context="spawn")
+""",
         # the helper's own `collate_fn` parameter takes the caller's lambda: its `**kwargs` does not pass it on
         """
 from torch.utils.data import DataLoader
@@ -764,6 +804,28 @@ def loader(data):
     return DataLoader(data, num_workers=2, collate_fn=make_collate(0.0), multiprocessing_context="spawn")
 """,
             (14,),
+        ),
+        # the method returns a function defined inside it (kge's `collate_fn=self._get_collate_fun()`)
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader
+
+
+class TrainingJob:
+    def __init__(self, data):
+        self.data = data
+
+    def _get_collate_fun(self):
+        def collate(batch):
+            return torch.stack(batch)
+
+        return collate
+
+    def loader(self):
+        return DataLoader(self.data, num_workers=2, collate_fn=self._get_collate_fun(), multiprocessing_context="spawn")
+""",
+            (17,),
         ),
     )
 

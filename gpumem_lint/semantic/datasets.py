@@ -10,7 +10,10 @@ dataset (F16). A DataLoader is matched to a class when its dataset argument is
 
 `Datasets.worker_loaders` are all the DataLoaders that start workers, whatever they load;
 `constructions` the calls that build each Dataset class; `values` what each name (or `self.`
-attribute) was last assigned in the module. `semantic/worker_code.py` reads them to find the
+attribute) was last assigned in the module; `returned_loaders` what the module's functions return of
+those loaders (`def create_dataloader(...): return DataLoader(..., num_workers=4)`), and
+`Datasets.loader_given(value)` the loader with workers an expression gives: the `DataLoader(...)` call
+itself, or a call of such a function (`test_loader = create_dataloader(test_set, opt)`). `semantic/worker_code.py` reads them to find the
 rest of the code that runs in workers (collate_fn, worker_init_fn, transforms, TensorDataset).
 """
 
@@ -25,7 +28,7 @@ import libcst as cst
 from gpumem_lint.semantic.given_keywords import Given, GivenKeywords
 from gpumem_lint.semantic.imports import ImportTable, dotted_name
 from gpumem_lint.semantic.literals import assigned_pairs, keyword
-from gpumem_lint.semantic.name_values import value_bindings
+from gpumem_lint.semantic.name_values import Unpacked, value_bindings
 from gpumem_lint.semantic.pickling import returned_values
 from gpumem_lint.semantic.processes import START_METHODS
 from gpumem_lint.semantic.walk import Walker
@@ -135,9 +138,18 @@ class Datasets:
     worker_loaders: list[WorkerLoader] = field(default_factory=list)
     constructions: dict[str, list[cst.Call]] = field(default_factory=dict)  # class name -> `Cls(...)` calls
     values: dict[str, cst.BaseExpression] = field(default_factory=dict)  # name -> the value last assigned
+    #: Module-level function name -> the loaders with workers it returns: the value itself (key None),
+    #: or element i of a tuple it returns (`return train_loader, val_loader`).
+    returned_loaders: dict[str, dict[int | None, WorkerLoader]] = field(default_factory=dict)
 
     def loaders_of(self, cls: DatasetClass) -> list[Loader]:
         return [loader for loader in self.loaders if loader.dataset == cls.name]
+
+    def loader_given(self, value: cst.BaseExpression | None, position: int | None = None) -> WorkerLoader | None:
+        """The DataLoader with workers that evaluating `value` gives (element `position` of it, for an
+        unpacking: `train_loader, val_loader = make_loaders()`): the `DataLoader(...)` call itself, or a
+        call of a function of the module that returns one; None if it gives none that is seen."""
+        return _loader_given(value, position, self.worker_loaders, self.returned_loaders)
 
 
 #: What a DataLoader that starts workers looks like in source: `num_workers=` or a sixth positional
@@ -204,7 +216,68 @@ def datasets(module: cst.Module, imports: ImportTable) -> Datasets:
     worker_loaders += _subclass_loaders(collector, imports, zeros)
     names = {node.name.value for node in collector.class_nodes}  # every class: a collate method's too
     constructions = {name: [c for c in collector.calls if dotted_name(c.func) == name] for name in names}
-    return Datasets(classes, loaders, instances, worker_loaders, constructions, collector.values)
+    returned = _returned_loaders(module, worker_loaders)
+    return Datasets(classes, loaders, instances, worker_loaders, constructions, collector.values, returned)
+
+
+def _loader_given(
+    value: cst.BaseExpression | None,
+    position: int | None,
+    made: list[WorkerLoader],
+    returned: dict[str, dict[int | None, WorkerLoader]],
+) -> WorkerLoader | None:
+    if isinstance(value, cst.Call):
+        if position is None:
+            loader = next((loader for loader in made if loader.node is value), None)
+            if loader is not None:
+                return loader
+        if isinstance(value.func, cst.Name):
+            return returned.get(value.func.value, {}).get(position)
+    if isinstance(value, cst.IfExp):  # either arm may be what runs
+        return _loader_given(value.body, position, made, returned) or _loader_given(
+            value.orelse, position, made, returned
+        )
+    return None
+
+
+def _returned_loaders(module: cst.Module, made: list[WorkerLoader]) -> dict[str, dict[int | None, WorkerLoader]]:
+    """What each module-level function returns of the DataLoaders with workers: one it makes (`return
+    DataLoader(...)`, or the name it assigned one to), one a function of the module returns
+    (`return create_dataloader(ds, opt)`), or a tuple of them (key: the element). A return that gives a
+    loader is enough (`if phase == "train": return DataLoader(...)`, else another): calling the function
+    may give it."""
+    functions = [s for s in module.body if isinstance(s, cst.FunctionDef)]
+    returns = {id(f): returned_values(f) for f in functions}
+    returned: dict[str, dict[int | None, WorkerLoader]] = {}
+    bindings: dict[int, dict] = {}
+    for _ in range(len(functions) + 1):  # until no function gives more: a function returning another's call
+        changed = False
+        for function in functions:
+            gives: dict[int | None, WorkerLoader] = {}
+            for value in returns[id(function)]:
+                elements = value.elements if isinstance(value, cst.Tuple) else None
+                pairs = [(None, value)] if elements is None else [(i, e.value) for i, e in enumerate(elements)]
+                if elements is not None and any(isinstance(e, cst.StarredElement) for e in elements):
+                    continue  # `return *loaders, model`: the positions are not known
+                for position, element in pairs:
+                    if isinstance(element, cst.Name):
+                        if id(function) not in bindings:
+                            bindings[id(function)] = value_bindings(function)
+                        assigned = bindings[id(function)].get(element.value, [])
+                        found = (
+                            _loader_given(b, None, made, returned) for b in assigned if not isinstance(b, Unpacked)
+                        )
+                    else:
+                        found = iter((_loader_given(element, None, made, returned),))
+                    loader = next((loader for loader in found if loader is not None), None)
+                    if loader is not None:
+                        gives.setdefault(position, loader)
+            if gives and gives.keys() != returned.get(function.name.value, {}).keys():
+                returned[function.name.value] = gives
+                changed = True
+        if not changed:
+            break
+    return returned
 
 
 class _Collector(Walker):

@@ -13,7 +13,8 @@ and the error pickling it raises (`AttributeError: Can't pickle local object` fo
 `held_unpicklable(value, scope, module)` finds such a callable anywhere pickling `value` would reach it:
 inside a list, tuple, set or dict, among the arguments of an object built by a class (an instance keeps
 what it was built from: `Compose([..., lambda img: img.convert("RGB")])`), in what a function of the
-module returns, and through the names bound to any of these.
+module returns, or a method of the class around the call (`self._get_collate_fun()`, also a module
+subclass's override of it), and through the names bound to any of these.
 `enclosing_functions(module)` maps each call (by id) to the innermost function around it.
 """
 
@@ -140,10 +141,36 @@ class _Holdings:
             if name in self.functions:
                 function = self.functions[name]
                 return self._first(function, depth - 1, returned_values(function), index)
+            for method in self._self_methods(value.func, scope):  # `collate_fn=self._get_collate_fun()`
+                found = self._first(method, depth - 1, returned_values(method), index)
+                if found is not None:
+                    return found
             if name == "dict" or name in self.classes or name is not None and _names_class(name.rsplit(".", 1)[-1]):
                 made = self._first(scope, depth - 1, (arg.value for arg in value.args))
                 return made if made is not None or name not in self.classes else self.instance_state(name, depth - 1)
         return None
+
+    def _self_methods(self, func: cst.BaseExpression, scope: cst.FunctionDef | None) -> list[cst.FunctionDef]:
+        """The methods `self.<name>(...)` called in method `scope` of a module class may run: the one the
+        class or its module bases define (attribute lookup's first), and the overrides of the module's
+        subclasses of the class (`self` may be one of them)."""
+        if not (
+            scope is not None
+            and isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value == "self"
+        ):
+            return []
+        owner = next((name for name, node in self.class_defs.items() if scope in node.body.body), None)
+        if owner is None:
+            return []
+        wanted = func.attr.value
+        inherited = (m for body in _class_chain(owner, self.class_defs) for m in body if m.name.value == wanted)
+        methods = [m for m in (next(inherited, None),) if m is not None]
+        for name in self.class_defs:
+            if name != owner and owner in _class_ancestors(name, self.class_defs):
+                methods += [m for m in _class_chain(name, self.class_defs)[0] if m.name.value == wanted]
+        return methods
 
     def _first(self, scope, depth: int, values, index: int | None = None):
         for value in values:
@@ -186,6 +213,19 @@ def _class_chain(name: str, classes: dict[str, cst.ClassDef]) -> list[list[cst.F
         chain.append([s for s in classes[current].body.body if isinstance(s, cst.FunctionDef)])
         pending.extend(dotted_name(base.value) or "" for base in classes[current].bases)
     return chain
+
+
+def _class_ancestors(name: str, classes: dict[str, cst.ClassDef]) -> set[str]:
+    """The module classes module class `name` derives from, directly or not."""
+    ancestors, pending = set(), [name]
+    while pending:
+        current = pending.pop()
+        for base in classes[current].bases if current in classes else ():
+            base_name = dotted_name(base.value) or ""
+            if base_name in classes and base_name not in ancestors:
+                ancestors.add(base_name)
+                pending.append(base_name)
+    return ancestors
 
 
 class _SelfStores(Walker):
