@@ -168,7 +168,7 @@ class _Holdings:
         inherited = (m for body in _class_chain(owner, self.class_defs) for m in body if m.name.value == wanted)
         methods = [m for m in (next(inherited, None),) if m is not None]
         for name in self.class_defs:
-            if name != owner and owner in _class_ancestors(name, self.class_defs):
+            if name != owner and owner in _lineage(name, self.class_defs):
                 methods += [m for m in _class_chain(name, self.class_defs)[0] if m.name.value == wanted]
         return methods
 
@@ -204,28 +204,20 @@ _PICKLING_HOOKS = frozenset({"__getstate__", "__reduce__", "__reduce_ex__"})
 def _class_chain(name: str, classes: dict[str, cst.ClassDef]) -> list[list[cst.FunctionDef]]:
     """The methods of module class `name`, then of its module base classes (`class Tokenizer(Language)`),
     in the order attribute lookup searches them; empty for a class of another module."""
-    chain, pending, seen = [], [name], set()
+    return [[s for s in classes[c].body.body if isinstance(s, cst.FunctionDef)] for c in _lineage(name, classes)]
+
+
+def _lineage(name: str, classes: dict[str, cst.ClassDef]) -> list[str]:
+    """Module class `name`, then the module classes it derives from, in the order attribute lookup
+    searches them."""
+    lineage, pending = [], [name]
     while pending:
         current = pending.pop(0)
-        if current in seen or current not in classes:
+        if current in lineage or current not in classes:
             continue
-        seen.add(current)
-        chain.append([s for s in classes[current].body.body if isinstance(s, cst.FunctionDef)])
+        lineage.append(current)
         pending.extend(dotted_name(base.value) or "" for base in classes[current].bases)
-    return chain
-
-
-def _class_ancestors(name: str, classes: dict[str, cst.ClassDef]) -> set[str]:
-    """The module classes module class `name` derives from, directly or not."""
-    ancestors, pending = set(), [name]
-    while pending:
-        current = pending.pop()
-        for base in classes[current].bases if current in classes else ():
-            base_name = dotted_name(base.value) or ""
-            if base_name in classes and base_name not in ancestors:
-                ancestors.add(base_name)
-                pending.append(base_name)
-    return ancestors
+    return lineage
 
 
 class _SelfStores(Walker):
